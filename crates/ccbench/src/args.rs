@@ -1,0 +1,159 @@
+//! The command line, as clap parses it. Value checks that clap can do happen here, so that a
+//! bad value is a usage error (exit 2) with clap's message.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// ccbench: what does confidentiality cost? Runs workloads natively and behind a trust
+/// boundary (an emulated enclave, a garbled-circuit protocol) and reports the difference.
+#[derive(Debug, Parser)]
+#[command(name = "ccbench", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the scenarios with a one-line description.
+    List,
+    /// Run scenarios and write results, a report and plots.
+    Run(RunArgs),
+    /// Make the report (markdown, HTML, plots) from a results file.
+    Report(ReportArgs),
+    /// Compare two results files: ratios of medians with confidence intervals and significance.
+    Compare(CompareArgs),
+    /// Show the environment fingerprint recorded with every run.
+    Env,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scaling {
+    Weak,
+    Strong,
+    Both,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenarios to run (see `ccbench list`), or `all`.
+    #[arg(required = true, value_name = "SCENARIO")]
+    pub scenarios: Vec<String>,
+    /// Short warm-ups and few samples: a smoke run with indicative numbers.
+    #[arg(long)]
+    pub quick: bool,
+    /// Thread counts for scenarios that sweep threads, e.g. 1,2,4.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<Vec<u32>>,
+    /// Scaling modes for scenarios that sweep threads.
+    #[arg(long, value_enum, default_value_t = Scaling::Both)]
+    pub scaling: Scaling,
+    /// Seconds per fixed-duration pass, for scenarios that use them (e.g. 0.5).
+    #[arg(long, value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Output folder [default: results/<UTC timestamp>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress bars (they are also off when stderr is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results file written by `ccbench run`.
+    pub results: PathBuf,
+    /// Output folder [default: the results file's folder].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline results file.
+    pub baseline: PathBuf,
+    /// The results file compared against the baseline.
+    pub candidate: PathBuf,
+    /// Smallest relative change (in percent) reported as a change.
+    #[arg(long, default_value_t = 5.0, value_parser = parse_percent)]
+    pub threshold: f64,
+    /// Significance level of the Mann-Whitney U test.
+    #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
+    pub alpha: f64,
+    /// Exit with status 1 when a significant regression is found.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Print markdown instead of a terminal table.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+fn parse_positive(s: &str, what: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{what} must be a number, got {s:?}"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("{what} must be positive and finite, got {s}"));
+    }
+    Ok(v)
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v = parse_positive(s, "the duration")?;
+    if v > 86_400.0 {
+        return Err(format!("the duration is in seconds, at most one day; got {s}"));
+    }
+    Ok(v)
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v = parse_positive(s, "the threshold")?;
+    if v >= 100.0 {
+        return Err(format!("the threshold is a percentage below 100, got {s}"));
+    }
+    Ok(v)
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    let v = parse_positive(s, "alpha")?;
+    if v >= 1.0 {
+        return Err(format!("alpha must be below 1, got {s}"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_run() {
+        let cli = Cli::try_parse_from([
+            "ccbench", "run", "crypto", "--quick", "--threads", "1,2,4", "--scaling", "weak",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!()
+        };
+        assert_eq!(r.scenarios, ["crypto"]);
+        assert!(r.quick);
+        assert_eq!(r.threads, Some(vec![1, 2, 4]));
+        assert_eq!(r.scaling, Scaling::Weak);
+    }
+
+    #[test]
+    fn rejects_bad_values_as_usage_errors() {
+        for argv in [
+            &["ccbench", "run", "crypto", "--threads", "0"][..],
+            &["ccbench", "run", "crypto", "--threads", "1,-2"],
+            &["ccbench", "run", "crypto", "--duration", "-1"],
+            &["ccbench", "run", "crypto", "--duration", "nan"],
+            &["ccbench", "run"],
+            &["ccbench", "compare", "a", "b", "--alpha", "2"],
+        ] {
+            let err = Cli::try_parse_from(argv).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{argv:?}");
+        }
+    }
+}

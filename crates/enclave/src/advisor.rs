@@ -1,0 +1,154 @@
+//! The advisor: per call id, make it switchless, batch it, or leave it — with the numbers.
+//!
+//! Rules, applied in order to each call id of a [`TraceSnapshot`]:
+//!
+//! 1. Fewer than `min_calls` calls: **as is** (too rare to matter).
+//! 2. If the caller says how many logical operations the trace covers and there are at
+//!    least `batch_min_calls_per_op` calls per operation, each spending under
+//!    `batch_max_inside_ns` inside: **batch** (many tiny crossings per operation; one call
+//!    carrying k items pays one transition instead of k).
+//! 3. Transition time at least `switchless_min_share` of the call's total time (SGXBox's
+//!    efficiency metric, inverted) and the call is short (`switchless_max_total_ns`):
+//!    **switchless** (a worker on another core removes the transition; a long call would
+//!    occupy a worker for little gain).
+//! 4. Otherwise **as is**.
+//!
+//! Each [`Advice`] carries the numbers behind it and an estimate of the time saved.
+
+use crate::trace::{Direction, TraceSnapshot};
+
+/// What to do with a call id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recommendation {
+    /// Make it switchless.
+    Switchless,
+    /// Batch several of these calls into one.
+    Batch,
+    /// Leave it as it is.
+    AsIs,
+}
+
+impl Recommendation {
+    /// `"switchless"`, `"batch"` or `"as-is"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recommendation::Switchless => "switchless",
+            Recommendation::Batch => "batch",
+            Recommendation::AsIs => "as-is",
+        }
+    }
+}
+
+/// Thresholds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdvisorConfig {
+    /// Ignore ids with fewer calls.
+    pub min_calls: u64,
+    /// Transition share (0..1) from which switchless pays.
+    pub switchless_min_share: f64,
+    /// Longest mean call (ns) worth a switchless worker.
+    pub switchless_max_total_ns: f64,
+    /// Calls per logical operation from which batching pays.
+    pub batch_min_calls_per_op: f64,
+    /// Longest mean time inside (ns) of a "tiny" call.
+    pub batch_max_inside_ns: f64,
+}
+
+impl Default for AdvisorConfig {
+    fn default() -> Self {
+        AdvisorConfig {
+            min_calls: 100,
+            switchless_min_share: 0.5,
+            switchless_max_total_ns: 100_000.0,
+            batch_min_calls_per_op: 4.0,
+            batch_max_inside_ns: 2_000.0,
+        }
+    }
+}
+
+/// A recommendation with its numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advice {
+    /// Ecall or ocall.
+    pub direction: Direction,
+    /// The id.
+    pub call_id: u32,
+    /// The verdict.
+    pub recommendation: Recommendation,
+    /// Calls observed.
+    pub calls: u64,
+    /// Calls per logical operation (when operations were given).
+    pub calls_per_op: Option<f64>,
+    /// Mean total ns per call.
+    pub mean_total_ns: f64,
+    /// Mean ns inside per call.
+    pub mean_inside_ns: f64,
+    /// Mean transition ns per call.
+    pub mean_transition_ns: f64,
+    /// Transition share of total time (0..1).
+    pub transition_share: f64,
+    /// Switchless misses / switchless attempts, if any were made.
+    pub switchless_miss_rate: Option<f64>,
+    /// Estimated ns saved over the trace if the advice is followed.
+    pub estimated_saving_ns: f64,
+    /// One sentence: why.
+    pub reason: String,
+}
+
+/// Advises on every call id in `trace`. `operations`: how many logical operations the trace
+/// covers, if known (enables the batching rule).
+pub fn advise(trace: &TraceSnapshot, operations: Option<u64>, cfg: &AdvisorConfig) -> Vec<Advice> {
+    trace
+        .calls
+        .iter()
+        .map(|c| {
+            let calls_per_op = operations.filter(|&o| o > 0).map(|o| c.count as f64 / o as f64);
+            let attempts = c.switchless_hits + c.switchless_misses;
+            let mut a = Advice {
+                direction: c.direction,
+                call_id: c.call_id,
+                recommendation: Recommendation::AsIs,
+                calls: c.count,
+                calls_per_op,
+                mean_total_ns: c.mean_total_ns(),
+                mean_inside_ns: c.mean_inside_ns(),
+                mean_transition_ns: c.mean_transition_ns(),
+                transition_share: c.transition_share(),
+                switchless_miss_rate: (attempts > 0).then(|| c.switchless_misses as f64 / attempts as f64),
+                estimated_saving_ns: 0.0,
+                reason: String::new(),
+            };
+            if c.count < cfg.min_calls || c.timed == 0 {
+                a.reason = format!("{} calls: too few to matter", c.count);
+            } else if let Some(k) = calls_per_op
+                && k >= cfg.batch_min_calls_per_op
+                && a.mean_inside_ns < cfg.batch_max_inside_ns
+            {
+                a.recommendation = Recommendation::Batch;
+                // One crossing per operation instead of k.
+                a.estimated_saving_ns = a.mean_transition_ns * (c.count as f64) * (1.0 - 1.0 / k);
+                a.reason = format!(
+                    "{k:.1} calls per operation, {:.0} ns inside each: batch them into one call per operation",
+                    a.mean_inside_ns
+                );
+            } else if a.transition_share >= cfg.switchless_min_share
+                && a.mean_total_ns <= cfg.switchless_max_total_ns
+            {
+                a.recommendation = Recommendation::Switchless;
+                a.estimated_saving_ns = a.mean_transition_ns * c.count as f64;
+                a.reason = format!(
+                    "{:.0}% of its {:.0} ns is transition: make it switchless",
+                    a.transition_share * 100.0,
+                    a.mean_total_ns
+                );
+            } else {
+                a.reason = format!(
+                    "transition is {:.0}% of {:.0} ns per call: leave it",
+                    a.transition_share * 100.0,
+                    a.mean_total_ns
+                );
+            }
+            a
+        })
+        .collect()
+}

@@ -1,0 +1,634 @@
+//! Shared memory between the host and the sandboxed enclave, and the channel protocol.
+//!
+//! # Layout
+//!
+//! One memfd, mapped `MAP_SHARED` by both processes (at different addresses; nothing in it
+//! is a pointer). Offsets are fixed by [`Layout`], which both sides compute from the
+//! configuration in the first page:
+//!
+//! ```text
+//! 0       header page: magic, version, start-up status (a futex), configuration,
+//!         the switchless pools' doorbells (one cache line each), service name, errors
+//! 4096    enclave-side ocall counters: 256 x {count, round-trip ns, hits, misses}
+//! 12288   the service's init bytes
+//! ...     channels: n_tcs TCS channels, then the switchless ecall pool, then the ocall pool
+//! ```
+//!
+//! # Channels
+//!
+//! A channel is a control line (`turn`, the futex word both sides wait on; one "sleeping"
+//! flag per side; `claim`, used by switchless pools) and two mailboxes, one per direction,
+//! each a 32-byte [`wire`](crate::wire) header plus an area of `area` bytes. The conversation
+//! is strictly ping-pong: the side whose turn it is reads the peer's mailbox, writes its own,
+//! and passes the turn. A message is therefore never overwritten while it is being read, and
+//! every direction change costs exactly one cache-line handoff.
+//!
+//! Waiting is a bounded spin (`spin`, 20 µs by default) followed by a futex wait. The waker
+//! calls `FUTEX_WAKE` only when the peer has announced that it sleeps (Dekker-style: each
+//! side stores its own flag, then loads the other's, both `SeqCst`), so calls that arrive
+//! while the peer still spins cost no system call at all. This spin is what makes a regular
+//! call take a few microseconds instead of two futex round trips; it is bounded, so an idle
+//! enclave costs no CPU. Switchless calls differ in *who* serves them (a worker pool polled
+//! without any doorbell per call) and in the fallback rule, not in this spin.
+//!
+//! # Trust
+//!
+//! Both sides read headers through atomics and validate them ([`RawHeader::validate`]);
+//! payload bytes are copied out of the area before they are interpreted (the `[in]`/`[out]`
+//! copies of SGX's edger8r). A peer that scribbles over an area while we copy it can make us
+//! copy garbage, which the payload's own decoder then rejects, but cannot make us read or
+//! write outside the mapping: every length is checked against the area first.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::fd::OwnedFd;
+use rustix::mm::{MapFlags, ProtFlags};
+use rustix::thread::futex;
+
+use crate::wire::{Assembler, Header, Kind, Limits, RawHeader, Status, WireError};
+
+/// "CCBENCLV" little-endian.
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"CCBENCLV");
+/// Layout version; bumped on any change.
+pub(crate) const VERSION: u32 = 1;
+
+// Header page offsets.
+pub(crate) const H_MAGIC: usize = 0;
+pub(crate) const H_VERSION: usize = 8;
+pub(crate) const H_STATUS: usize = 12;
+pub(crate) const H_N_TCS: usize = 16;
+pub(crate) const H_N_EPOOL: usize = 20;
+pub(crate) const H_N_OPOOL: usize = 24;
+pub(crate) const H_AREA: usize = 28;
+pub(crate) const H_POOL_AREA: usize = 32;
+pub(crate) const H_TWORKERS: usize = 36;
+pub(crate) const H_UWORKERS: usize = 40;
+pub(crate) const H_RETRIES_FALLBACK: usize = 44;
+pub(crate) const H_RETRIES_SLEEP: usize = 48;
+pub(crate) const H_SPIN_NS: usize = 52;
+pub(crate) const H_MAX_PAYLOAD: usize = 56;
+pub(crate) const H_EPOOL_SEQ: usize = 128;
+pub(crate) const H_EPOOL_SLEEPERS: usize = 132;
+pub(crate) const H_OPOOL_SEQ: usize = 192;
+pub(crate) const H_OPOOL_SLEEPERS: usize = 196;
+pub(crate) const H_SW_ECALLS: usize = 256;
+pub(crate) const H_SW_OCALLS: usize = 288;
+pub(crate) const H_SEALING: usize = 320;
+pub(crate) const H_NAME_LEN: usize = 324;
+pub(crate) const H_INIT_LEN: usize = 328;
+pub(crate) const H_KEYDIR_LEN: usize = 332;
+pub(crate) const H_ERR_LEN: usize = 336;
+pub(crate) const H_SECCOMP: usize = 340;
+pub(crate) const H_SIGNER: usize = 384;
+pub(crate) const H_NAME: usize = 448;
+pub(crate) const NAME_CAP: usize = 256;
+pub(crate) const H_ERR: usize = 704;
+pub(crate) const ERR_CAP: usize = 512;
+pub(crate) const H_KEYDIR: usize = 1216;
+pub(crate) const KEYDIR_CAP: usize = 2048;
+const HEADER_PAGE: usize = 4096;
+/// Enclave-side ocall counters.
+pub(crate) const OCALL_STATS: usize = HEADER_PAGE;
+/// Number of ocall ids with their own counters (larger ids share the last entry).
+pub(crate) const OCALL_STATS_IDS: usize = 256;
+const OCALL_STATS_SIZE: usize = OCALL_STATS_IDS * 32;
+pub(crate) const INIT_OFF: usize = OCALL_STATS + OCALL_STATS_SIZE;
+
+/// Start-up status values (`H_STATUS`).
+pub(crate) const STATUS_STARTING: u32 = 0;
+pub(crate) const STATUS_READY: u32 = 1;
+pub(crate) const STATUS_FAILED: u32 = 2;
+
+/// Switchless claim states (`claim` word of a pool channel).
+pub(crate) const CLAIM_FREE: u32 = 0;
+pub(crate) const CLAIM_BUSY: u32 = 1;
+pub(crate) const CLAIM_POSTED: u32 = 2;
+pub(crate) const CLAIM_TAKEN: u32 = 3;
+
+const fn round64(n: usize) -> usize {
+    (n + 63) & !63
+}
+
+/// Where everything lives in the mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub n_tcs: usize,
+    pub n_epool: usize,
+    pub n_opool: usize,
+    pub area: usize,
+    pub pool_area: usize,
+    pub init_len: usize,
+    pub max_payload: u64,
+}
+
+impl Layout {
+    fn channel_size(area: usize) -> usize {
+        192 + 2 * round64(area)
+    }
+
+    fn channels_off(&self) -> usize {
+        round64(INIT_OFF + self.init_len)
+    }
+
+    /// Offset of channel `i` (TCS channels first, then the ecall pool, then the ocall pool).
+    pub fn channel_off(&self, i: usize) -> (usize, usize) {
+        let base = self.channels_off();
+        let tcs = Self::channel_size(self.area);
+        let pool = Self::channel_size(self.pool_area);
+        if i < self.n_tcs {
+            (base + i * tcs, self.area)
+        } else {
+            (
+                base + self.n_tcs * tcs + (i - self.n_tcs) * pool,
+                self.pool_area,
+            )
+        }
+    }
+
+    /// Total size, or `None` on overflow.
+    pub fn total(&self) -> Option<usize> {
+        let tcs = Self::channel_size(self.area).checked_mul(self.n_tcs)?;
+        let pool = Self::channel_size(self.pool_area).checked_mul(self.n_epool + self.n_opool)?;
+        self.channels_off().checked_add(tcs)?.checked_add(pool)
+    }
+
+    /// Validates a layout read from a header against the mapping's size.
+    pub fn checked(self, map_len: usize) -> Option<Self> {
+        let ok = self.n_tcs >= 1
+            && self.n_tcs <= 64
+            && self.n_epool <= 1024
+            && self.n_opool <= 1024
+            && self.area >= 64
+            && self.area <= 1 << 30
+            && self.pool_area >= 64
+            && self.pool_area <= 1 << 30
+            && self.init_len <= 1 << 30
+            && self.total()? <= map_len;
+        ok.then_some(self)
+    }
+}
+
+/// A shared mapping.
+pub(crate) struct Shm {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; all concurrent access goes through atomics or
+// through the channel protocol's turn-taking, and the pointer stays valid until drop.
+unsafe impl Send for Shm {}
+// SAFETY: as above; `&Shm` hands out only atomics and copy operations.
+unsafe impl Sync for Shm {}
+
+impl Drop for Shm {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly the mapping created in `map`, unmapped once here;
+        // no references into it outlive `self` (they borrow from it).
+        unsafe {
+            let _ = rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+impl Shm {
+    /// Creates a memfd of `len` bytes and maps it; returns the mapping and the fd.
+    pub fn create(len: usize) -> std::io::Result<(Shm, OwnedFd)> {
+        let fd = rustix::fs::memfd_create("ccbench-enclave", rustix::fs::MemfdFlags::CLOEXEC)?;
+        rustix::fs::ftruncate(&fd, len as u64)?;
+        let shm = Self::map(&fd, len)?;
+        Ok((shm, fd))
+    }
+
+    /// Maps an existing memfd (the enclave side), whole.
+    pub fn open(fd: rustix::fd::BorrowedFd<'_>) -> std::io::Result<Shm> {
+        let st = rustix::fs::fstat(fd)?;
+        let len = usize::try_from(st.st_size)
+            .map_err(|_| std::io::Error::other("shared memory size out of range"))?;
+        if len < INIT_OFF {
+            return Err(std::io::Error::other("shared memory too small"));
+        }
+        Self::map(fd, len)
+    }
+
+    fn map(fd: impl rustix::fd::AsFd, len: usize) -> std::io::Result<Shm> {
+        // SAFETY: a fresh shared mapping of a file we own; the kernel picks the address, so
+        // nothing existing is replaced. The result is checked for null below.
+        let p = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                fd,
+                0,
+            )?
+        };
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| std::io::Error::other("mmap"))?;
+        Ok(Shm { ptr, len })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    fn check(&self, off: usize, n: usize, align: usize) {
+        assert!(
+            off.checked_add(n).is_some_and(|e| e <= self.len) && off % align == 0,
+            "shared memory access out of bounds (internal layout bug)"
+        );
+    }
+
+    pub fn u32(&self, off: usize) -> &AtomicU32 {
+        self.check(off, 4, 4);
+        // SAFETY: in bounds and 4-aligned (checked above; the mapping is page-aligned); the
+        // memory lives as long as `self`, and AtomicU32 has the layout of u32.
+        unsafe { &*self.ptr.as_ptr().add(off).cast::<AtomicU32>() }
+    }
+
+    pub fn u64(&self, off: usize) -> &AtomicU64 {
+        self.check(off, 8, 8);
+        // SAFETY: as in `u32`, with 8-byte alignment checked.
+        unsafe { &*self.ptr.as_ptr().add(off).cast::<AtomicU64>() }
+    }
+
+    /// Copies `src` into the mapping at `off`.
+    pub fn write(&self, off: usize, src: &[u8]) {
+        self.check(off, src.len(), 1);
+        // SAFETY: destination range checked in bounds; source is a distinct Rust slice, so
+        // the ranges cannot overlap. Concurrent access is excluded by the protocol (only
+        // the side holding the turn writes its mailbox).
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(off), src.len())
+        }
+    }
+
+    /// Copies from the mapping at `off` into `dst`.
+    pub fn read(&self, off: usize, dst: &mut [u8]) {
+        self.check(off, dst.len(), 1);
+        // SAFETY: source range checked in bounds; `dst` is a distinct Rust slice. A
+        // misbehaving peer writing concurrently can only change the bytes we copy.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), dst.as_mut_ptr(), dst.len())
+        }
+    }
+
+    /// Appends `n` bytes from the mapping at `off` to `dst` without zero-filling first
+    /// (payloads are up to megabytes; a memset before the copy would cost a third more).
+    pub fn append(&self, off: usize, n: usize, dst: &mut Vec<u8>) {
+        self.check(off, n, 1);
+        dst.reserve(n);
+        let len = dst.len();
+        // SAFETY: source range checked in bounds; `reserve` guarantees room for `n` more
+        // bytes after `len`; the copy initialises exactly those bytes before `set_len`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), dst.as_mut_ptr().add(len), n);
+            dst.set_len(len + n);
+        }
+    }
+
+    pub fn read_vec(&self, off: usize, n: usize) -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        self.read(off, &mut v);
+        v
+    }
+
+    /// A channel by index (see [`Layout::channel_off`]).
+    pub fn channel<'a>(&'a self, layout: &Layout, i: usize) -> Channel<'a> {
+        let (base, area) = layout.channel_off(i);
+        Channel {
+            shm: self,
+            base,
+            area,
+            limits: Limits {
+                area: area as u64,
+                max_payload: layout.max_payload,
+            },
+        }
+    }
+}
+
+/// Which end of a channel: `A` starts conversations (the caller), `B` serves them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    A,
+    B,
+}
+
+impl Side {
+    fn turn_value(self) -> u32 {
+        match self {
+            Side::A => 0,
+            Side::B => 1,
+        }
+    }
+    fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+}
+
+/// How a side waits.
+#[derive(Clone, Copy)]
+pub(crate) struct Waiter<'a> {
+    /// Bounded spin before sleeping.
+    pub spin: Duration,
+    /// Set when the peer is gone (host side only); checked while spinning and on wake-up.
+    pub lost: Option<&'a AtomicBool>,
+}
+
+/// Why a conversation stopped.
+#[derive(Debug)]
+pub(crate) enum ConvError {
+    /// The peer is gone.
+    Lost,
+    /// The peer broke the protocol.
+    Wire(WireError),
+}
+
+impl From<WireError> for ConvError {
+    fn from(e: WireError) -> Self {
+        ConvError::Wire(e)
+    }
+}
+
+/// Host-side futex timeout: a safety net under the monitor's explicit wake-ups.
+const HOST_WAIT_TIMEOUT: rustix::time::Timespec = rustix::time::Timespec {
+    tv_sec: 0,
+    tv_nsec: 50_000_000,
+};
+
+/// Waits until `word != cur`, spinning first, then sleeping on the futex (shared, not
+/// private: the other process wakes us). `sleeping` is the flag the waker checks.
+pub(crate) fn wait_while(
+    word: &AtomicU32,
+    cur: u32,
+    sleeping: &AtomicU32,
+    w: &Waiter<'_>,
+) -> Result<u32, ConvError> {
+    let lost = |w: &Waiter<'_>| w.lost.is_some_and(|l| l.load(Ordering::Relaxed));
+    let v = word.load(Ordering::Acquire);
+    if v != cur {
+        return Ok(v);
+    }
+    if !w.spin.is_zero() {
+        let start = Instant::now();
+        let mut i = 0u32;
+        loop {
+            std::hint::spin_loop();
+            let v = word.load(Ordering::Acquire);
+            if v != cur {
+                return Ok(v);
+            }
+            i = i.wrapping_add(1);
+            if i % 64 == 0 {
+                if lost(w) {
+                    return Err(ConvError::Lost);
+                }
+                if start.elapsed() >= w.spin {
+                    break;
+                }
+            }
+        }
+    }
+    loop {
+        if lost(w) {
+            return Err(ConvError::Lost);
+        }
+        sleeping.store(1, Ordering::SeqCst);
+        let v = word.load(Ordering::SeqCst);
+        if v != cur {
+            sleeping.store(0, Ordering::Relaxed);
+            return Ok(v);
+        }
+        let timeout = w.lost.is_some().then_some(&HOST_WAIT_TIMEOUT);
+        // EAGAIN (value changed), EINTR and ETIMEDOUT all just mean "look again".
+        let _ = futex::wait(word, futex::Flags::empty(), cur, timeout);
+        sleeping.store(0, Ordering::Relaxed);
+        let v = word.load(Ordering::Acquire);
+        if v != cur {
+            return Ok(v);
+        }
+    }
+}
+
+/// Wakes every waiter on a shared futex word.
+pub(crate) fn wake_all(word: &AtomicU32) {
+    let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
+}
+
+/// One channel: a view into the mapping.
+#[derive(Clone, Copy)]
+pub(crate) struct Channel<'a> {
+    shm: &'a Shm,
+    base: usize,
+    area: usize,
+    limits: Limits,
+}
+
+impl<'a> Channel<'a> {
+    pub fn turn(&self) -> &'a AtomicU32 {
+        self.shm.u32(self.base)
+    }
+    fn sleeping(&self, side: Side) -> &'a AtomicU32 {
+        self.shm
+            .u32(self.base + 4 + 4 * (side.turn_value() as usize))
+    }
+    pub fn claim(&self) -> &'a AtomicU32 {
+        self.shm.u32(self.base + 12)
+    }
+    fn mailbox(&self, side: Side) -> usize {
+        match side {
+            Side::A => self.base + 64,
+            Side::B => self.base + 128 + round64(self.area),
+        }
+    }
+
+    /// Writes a message into `me`'s mailbox (does not pass the turn).
+    fn write_msg(&self, me: Side, h: &RawHeader, data: &[u8]) {
+        let mb = self.mailbox(me);
+        let s = self.shm;
+        s.u32(mb).store(h.kind, Ordering::Relaxed);
+        s.u32(mb + 4).store(h.id, Ordering::Relaxed);
+        s.u32(mb + 8).store(h.status, Ordering::Relaxed);
+        s.u32(mb + 12).store(h.chunk_len, Ordering::Relaxed);
+        s.u64(mb + 16).store(h.total_len, Ordering::Relaxed);
+        s.u64(mb + 24).store(h.t_ns, Ordering::Relaxed);
+        if !data.is_empty() {
+            s.write(mb + 64, data);
+        }
+    }
+
+    /// Reads and validates the peer's message header.
+    fn read_header(&self, me: Side) -> Result<Header, WireError> {
+        let mb = self.mailbox(me.other());
+        let s = self.shm;
+        RawHeader {
+            kind: s.u32(mb).load(Ordering::Relaxed),
+            id: s.u32(mb + 4).load(Ordering::Relaxed),
+            status: s.u32(mb + 8).load(Ordering::Relaxed),
+            chunk_len: s.u32(mb + 12).load(Ordering::Relaxed),
+            total_len: s.u64(mb + 16).load(Ordering::Relaxed),
+            t_ns: s.u64(mb + 24).load(Ordering::Relaxed),
+        }
+        .validate(&self.limits)
+    }
+
+    /// Appends the peer's current chunk (length already validated against the area).
+    fn append_chunk(&self, me: Side, n: usize, dst: &mut Vec<u8>) {
+        self.shm.append(self.mailbox(me.other()) + 64, n, dst);
+    }
+
+    /// Passes the turn to the peer and wakes it if it sleeps.
+    pub fn pass_turn(&self, me: Side) {
+        let other = me.other();
+        self.turn().store(other.turn_value(), Ordering::SeqCst);
+        if self.sleeping(other).load(Ordering::SeqCst) != 0 {
+            wake_all(self.turn());
+        }
+    }
+
+    /// Sets the turn to the peer without a wake-up (switchless posting: the worker polls).
+    pub fn set_turn_quiet(&self, to: Side) {
+        self.turn().store(to.turn_value(), Ordering::Release);
+    }
+
+    /// Waits for `me`'s turn.
+    pub fn wait_turn(&self, me: Side, w: &Waiter<'_>) -> Result<(), ConvError> {
+        let mine = me.turn_value();
+        let other = me.other().turn_value();
+        let v = wait_while(self.turn(), other, self.sleeping(me), w)?;
+        if v == mine {
+            Ok(())
+        } else {
+            // Any other value is a corrupted turn word: only 0 and 1 are ever written.
+            Err(ConvError::Wire(WireError::UnknownKind(v)))
+        }
+    }
+
+    /// Waits for and validates the next message.
+    pub fn recv(&self, me: Side, w: &Waiter<'_>) -> Result<Header, ConvError> {
+        self.wait_turn(me, w)?;
+        Ok(self.read_header(me)?)
+    }
+
+    /// Writes the first chunk of a payload message; returns the bytes sent. The caller then
+    /// passes the turn and calls [`Channel::send_rest`].
+    pub fn write_first(
+        &self,
+        me: Side,
+        kind: Kind,
+        id: u32,
+        status: Status,
+        t_ns: u64,
+        data: &[u8],
+    ) -> usize {
+        let n = data.len().min(self.area);
+        self.write_msg(
+            me,
+            &RawHeader {
+                kind: kind.code(),
+                id,
+                status: status.code(),
+                chunk_len: n as u32,
+                total_len: data.len() as u64,
+                t_ns,
+            },
+            &data[..n],
+        );
+        n
+    }
+
+    /// Streams the remaining chunks, each after the peer's ack.
+    pub fn send_rest(
+        &self,
+        me: Side,
+        data: &[u8],
+        mut sent: usize,
+        w: &Waiter<'_>,
+    ) -> Result<(), ConvError> {
+        while sent < data.len() {
+            let h = self.recv(me, w)?;
+            if h.kind != Kind::Ack {
+                return Err(WireError::Unexpected {
+                    got: h.kind,
+                    expected: "ack",
+                }
+                .into());
+            }
+            let n = (data.len() - sent).min(self.area);
+            self.write_msg(
+                me,
+                &RawHeader {
+                    kind: Kind::Chunk.code(),
+                    chunk_len: n as u32,
+                    total_len: data.len() as u64,
+                    ..Default::default()
+                },
+                &data[sent..sent + n],
+            );
+            sent += n;
+            self.pass_turn(me);
+        }
+        Ok(())
+    }
+
+    /// Sends a whole payload message (chunked as needed).
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_payload(
+        &self,
+        me: Side,
+        kind: Kind,
+        id: u32,
+        status: Status,
+        t_ns: u64,
+        data: &[u8],
+        w: &Waiter<'_>,
+    ) -> Result<(), ConvError> {
+        let sent = self.write_first(me, kind, id, status, t_ns, data);
+        self.pass_turn(me);
+        self.send_rest(me, data, sent, w)
+    }
+
+    /// Receives the rest of a payload whose first header was just read (it is our turn).
+    pub fn recv_payload(
+        &self,
+        me: Side,
+        first: &Header,
+        w: &Waiter<'_>,
+    ) -> Result<Vec<u8>, ConvError> {
+        let mut asm = Assembler::begin(first)?;
+        self.append_chunk(me, first.chunk_len, asm.buf_mut());
+        while !asm.is_complete() {
+            self.write_msg(
+                me,
+                &RawHeader {
+                    kind: Kind::Ack.code(),
+                    ..Default::default()
+                },
+                &[],
+            );
+            self.pass_turn(me);
+            let h = self.recv(me, w)?;
+            if h.kind != Kind::Chunk {
+                return Err(WireError::Unexpected {
+                    got: h.kind,
+                    expected: "chunk",
+                }
+                .into());
+            }
+            if h.chunk_len > asm.remaining() {
+                return Err(WireError::LengthMismatch {
+                    chunk: h.chunk_len as u64,
+                    remaining: asm.remaining() as u64,
+                }
+                .into());
+            }
+            self.append_chunk(me, h.chunk_len, asm.buf_mut());
+        }
+        Ok(asm.finish()?)
+    }
+}

@@ -1,0 +1,514 @@
+//! Integration tests of both backends.
+//!
+//! This test has its own `main` (`harness = false`) because the sandbox backend re-executes
+//! the running binary as the enclave: `main` must call `enclave::child::run_if_enclave`
+//! first, exactly as the `ccbench` binary does, so these tests exercise the real path
+//! (`/proc/self/exe`, fd passing, seccomp) rather than a stand-in helper binary.
+//! Run one test with `cargo test -p enclave --test sandbox -- <name substring>`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use enclave::seal::{Policy, SealError};
+use enclave::{
+    Backend, Ctx, Direction, Enclave, Error, Level, Registry, SeccompMode, Service, ServiceError,
+    SwitchlessConfig,
+};
+
+struct TestService;
+
+const EMPTY: u32 = 0;
+const ECHO: u32 = 1;
+const OCALLS: u32 = 2;
+const OPEN: u32 = 3;
+const SOCKET: u32 = 4;
+const PANIC: u32 = 5;
+const SLEEP_ECHO: u32 = 6;
+const USER_OCALL: u32 = 7;
+const REVERSE: u32 = 8;
+const SEAL: u32 = 9;
+const UNSEAL: u32 = 10;
+const ABORT: u32 = 11;
+const NOOP_OCALL: u32 = 12;
+const USER_OCALL_ID: u32 = 100;
+
+impl Service for TestService {
+    fn ecall(&self, id: u32, input: &[u8], ctx: &mut Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
+        match id {
+            EMPTY => Ok(Vec::new()),
+            ECHO => Ok(input.to_vec()),
+            OCALLS => {
+                let dir = std::str::from_utf8(input).map_err(|_| "path")?;
+                ctx.noop()?;
+                let path = format!("{dir}/out.bin");
+                ctx.write_file(&path, b"written from inside")?;
+                let back = ctx.read_file(&path)?;
+                let now = ctx.clock()?;
+                ctx.log(Level::Info, "hello from the enclave")?;
+                let mut out = back;
+                out.extend_from_slice(&now.to_le_bytes());
+                Ok(out)
+            }
+            OPEN => match std::fs::File::open("/etc/hostname") {
+                Ok(_) => Ok(b"opened".to_vec()),
+                Err(e) => Err(format!("open denied: {e}").into()),
+            },
+            SOCKET => match std::net::UdpSocket::bind("127.0.0.1:0") {
+                Ok(_) => Ok(b"socket".to_vec()),
+                Err(e) => Err(format!("socket denied: {e}").into()),
+            },
+            PANIC => panic!("boom in the enclave"),
+            SLEEP_ECHO => {
+                let ms = input.first().copied().unwrap_or(0);
+                std::thread::sleep(Duration::from_millis(u64::from(ms) * 10));
+                Ok(input.to_vec())
+            }
+            USER_OCALL => Ok(ctx.ocall(USER_OCALL_ID, input)?),
+            REVERSE => Ok(input.iter().rev().copied().collect()),
+            SEAL => {
+                let s = ctx.sealer().ok_or("no sealer")?;
+                s.seal(Policy::Measurement, b"aad", input)
+                    .map_err(|e| e.to_string().into())
+            }
+            UNSEAL => {
+                let s = ctx.sealer().ok_or("no sealer")?;
+                match s.unseal(input) {
+                    Ok(u) => Ok(u.plaintext),
+                    Err(SealError::WrongEnclave { .. }) => Err("wrong enclave".into()),
+                    Err(e) => Err(e.to_string().into()),
+                }
+            }
+            ABORT => std::process::abort(),
+            NOOP_OCALL => {
+                ctx.noop()?;
+                Ok(Vec::new())
+            }
+            other => Err(ServiceError::UnknownCall(other)),
+        }
+    }
+}
+
+fn registry() -> Registry {
+    Registry::new()
+        .with("test", |_| Ok(Arc::new(TestService)))
+        .with("test-other", |_| Ok(Arc::new(TestService)))
+        .with("broken", |init| {
+            Err(format!("constructor refused {} bytes", init.len()))
+        })
+}
+
+fn start(backend: Backend) -> Enclave {
+    Enclave::builder("test")
+        .backend(backend)
+        .ocall(USER_OCALL_ID, |i| {
+            Ok(i.iter().map(|b| b.wrapping_add(1)).collect())
+        })
+        .start(&registry())
+        .unwrap()
+}
+
+fn round_trips() {
+    for backend in [Backend::Native, Backend::Sandbox] {
+        let e = start(backend);
+        assert_eq!(e.ecall(EMPTY, b"").unwrap(), b"");
+        assert_eq!(e.ecall(ECHO, b"abc").unwrap(), b"abc");
+        assert_eq!(e.ecall(USER_OCALL, &[1, 2, 255]).unwrap(), vec![2, 3, 0]);
+        let dir = tempdir();
+        let out = e.ecall(OCALLS, dir.as_bytes()).unwrap();
+        assert_eq!(&out[..19], b"written from inside");
+        let ns = u64::from_le_bytes(out[19..27].try_into().unwrap());
+        assert!(ns > 1_600_000_000_000_000_000, "clock ocall returned {ns}");
+        let (logs, dropped) = e.take_logs();
+        assert_eq!(dropped, 0);
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].message, "hello from the enclave");
+        assert!(matches!(e.ecall(999, b""), Err(Error::UnknownCall(999))));
+        let t = e.trace();
+        assert_eq!(t.backend, backend.name());
+        assert_eq!(t.get(Direction::Ecall, ECHO).unwrap().count, 1);
+        assert_eq!(t.get(Direction::Ocall, USER_OCALL_ID).unwrap().count, 1);
+        assert_eq!(
+            t.get(Direction::Ocall, enclave::ocall::builtin::NOOP)
+                .unwrap()
+                .count,
+            1
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+fn chunked_payloads() {
+    // A 64 KiB slot area: 1 MB + 3 bytes in and out crosses in 17 chunks each way.
+    let e = Enclave::builder("test")
+        .slot_area(64 << 10)
+        .ocall(USER_OCALL_ID, |i| Ok(i.iter().rev().copied().collect()))
+        .start(&registry())
+        .unwrap();
+    let input: Vec<u8> = (0..(1 << 20) + 3)
+        .map(|i: u32| (i * 7 % 251) as u8)
+        .collect();
+    let want: Vec<u8> = input.iter().rev().copied().collect();
+    assert_eq!(e.ecall(REVERSE, &input).unwrap(), want);
+    // Big ocall payloads stream too, both ways.
+    assert_eq!(e.ecall(USER_OCALL, &input).unwrap(), want);
+    for n in [0, 1, 65535, 65536, 65537, 131072] {
+        let v = vec![0xa5u8; n];
+        assert_eq!(e.ecall(ECHO, &v).unwrap(), v, "size {n}");
+    }
+}
+
+fn hammer_8_threads_4_tcs() {
+    let e = Enclave::builder("test").tcs(4).start(&registry()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8u8 {
+            let e = &e;
+            s.spawn(move || {
+                for i in 0..300u32 {
+                    let msg = [t, (i % 256) as u8, (i / 256) as u8, 7];
+                    let out = e
+                        .ecall(if i % 3 == 0 { REVERSE } else { ECHO }, &msg)
+                        .unwrap();
+                    if i % 3 == 0 {
+                        let mut r = msg;
+                        r.reverse();
+                        assert_eq!(out, r);
+                    } else {
+                        assert_eq!(out, msg);
+                    }
+                }
+            });
+        }
+    });
+    let t = e.trace();
+    let n: u64 = t
+        .calls
+        .iter()
+        .filter(|c| c.direction == Direction::Ecall)
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(n, 2400);
+}
+
+fn seccomp_denies_open_and_socket() {
+    let native = start(Backend::Native);
+    assert_eq!(native.ecall(OPEN, b"").unwrap(), b"opened");
+    let e = start(Backend::Sandbox);
+    match e.ecall(OPEN, b"") {
+        Err(Error::Service { message, .. }) => {
+            assert!(
+                message.contains("open denied") && message.contains("Operation not permitted"),
+                "{message}"
+            )
+        }
+        other => panic!("open from inside the enclave: {other:?}"),
+    }
+    match e.ecall(SOCKET, b"") {
+        Err(Error::Service { message, .. }) => {
+            assert!(
+                message.contains("socket denied") && message.contains("Operation not permitted"),
+                "{message}"
+            )
+        }
+        other => panic!("socket from inside the enclave: {other:?}"),
+    }
+    // The enclave survives the denials.
+    assert_eq!(e.ecall(ECHO, b"still here").unwrap(), b"still here");
+    // In kill mode the kernel kills the enclave and the host names the reason.
+    let k = Enclave::builder("test")
+        .seccomp(SeccompMode::Kill)
+        .start(&registry())
+        .unwrap();
+    match k.ecall(OPEN, b"") {
+        Err(Error::EnclaveLost { reason }) => assert!(reason.contains("seccomp"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn killed_enclave_fails_every_caller_within_a_second() {
+    let e = Enclave::builder("test").tcs(4).start(&registry()).unwrap();
+    let killed_at = std::sync::Mutex::new(None::<Instant>);
+    std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        // 4 calls in flight (sleeping 2.5 s inside) and 2 more waiting for a TCS slot.
+        for _ in 0..6 {
+            let e = &e;
+            let killed_at = &killed_at;
+            handles.push(s.spawn(move || {
+                let r = e.ecall(SLEEP_ECHO, &[250]);
+                let done = Instant::now();
+                (r, done, killed_at)
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        *killed_at.lock().unwrap() = Some(Instant::now());
+        e.kill();
+        for h in handles {
+            let (r, done, killed_at) = h.join().unwrap();
+            let k = killed_at.lock().unwrap().unwrap();
+            assert!(matches!(r, Err(Error::EnclaveLost { .. })), "{r:?}");
+            let waited = done.saturating_duration_since(k);
+            assert!(
+                waited < Duration::from_secs(1),
+                "caller released {waited:?} after the kill"
+            );
+        }
+    });
+    assert!(e.is_lost());
+    match e.ecall(ECHO, b"x") {
+        Err(Error::EnclaveLost { reason }) => assert!(reason.contains("signal 9"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // A crash from inside (abort) is the same.
+    let c = start(Backend::Sandbox);
+    assert!(matches!(
+        c.ecall(ABORT, b""),
+        Err(Error::EnclaveLost { .. })
+    ));
+    assert!(matches!(c.ecall(ECHO, b""), Err(Error::EnclaveLost { .. })));
+}
+
+fn panicking_service_is_an_error_for_that_call() {
+    for backend in [Backend::Native, Backend::Sandbox] {
+        let e = start(backend);
+        match e.ecall(PANIC, b"") {
+            Err(Error::Panicked { call_id, message }) => {
+                assert_eq!(call_id, PANIC);
+                assert!(message.contains("boom"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.ecall(ECHO, b"after").unwrap(), b"after");
+    }
+}
+
+fn switchless_hits_with_idle_workers() {
+    let e = Enclave::builder("test")
+        .switchless(SwitchlessConfig {
+            num_tworkers: 1,
+            num_uworkers: 1,
+            // Generous, so that a worker woken from its futex still counts as a hit.
+            retries_before_fallback: 50_000_000,
+            ecalls: vec![EMPTY, ECHO, NOOP_OCALL],
+            ocalls: vec![enclave::ocall::builtin::NOOP],
+            ..Default::default()
+        })
+        .start(&registry())
+        .unwrap();
+    for i in 0..200u32 {
+        assert_eq!(e.ecall(ECHO, &i.to_le_bytes()).unwrap(), i.to_le_bytes());
+    }
+    // A switchless ecall making a switchless ocall.
+    for _ in 0..50 {
+        e.ecall(NOOP_OCALL, b"").unwrap();
+    }
+    // Big payloads stream through a switchless slot too.
+    let big = vec![3u8; 300_000];
+    assert_eq!(e.ecall(ECHO, &big).unwrap(), big);
+    let t = e.trace();
+    let echo = t.get(Direction::Ecall, ECHO).unwrap();
+    assert_eq!((echo.switchless_hits, echo.switchless_misses), (201, 0));
+    let noop = t
+        .get(Direction::Ocall, enclave::ocall::builtin::NOOP)
+        .unwrap();
+    assert_eq!(noop.count, 50);
+    assert_eq!((noop.switchless_hits, noop.switchless_misses), (50, 0));
+    // Not switchless: regular, no hit or miss.
+    e.ecall(REVERSE, b"ab").unwrap();
+    let t = e.trace();
+    let r = t.get(Direction::Ecall, REVERSE).unwrap();
+    assert_eq!((r.switchless_hits, r.switchless_misses), (0, 0));
+}
+
+fn switchless_misses_when_workers_are_busy() {
+    let e = Enclave::builder("test")
+        .switchless(SwitchlessConfig {
+            num_tworkers: 1,
+            retries_before_fallback: 20_000,
+            ecalls: vec![SLEEP_ECHO],
+            ..Default::default()
+        })
+        .start(&registry())
+        .unwrap();
+    std::thread::scope(|s| {
+        let e = &e;
+        // Occupies the only worker for ~400 ms (retries are huge relative to a wake-up).
+        let busy = s.spawn(move || e.ecall(SLEEP_ECHO, &[40]));
+        std::thread::sleep(Duration::from_millis(100));
+        for _ in 0..5 {
+            assert_eq!(e.ecall(SLEEP_ECHO, &[0]).unwrap(), [0]);
+        }
+        assert_eq!(busy.join().unwrap().unwrap(), [40]);
+    });
+    let t = e.trace();
+    let c = t.get(Direction::Ecall, SLEEP_ECHO).unwrap();
+    assert_eq!(c.count, 6);
+    assert!(
+        c.switchless_misses >= 5,
+        "hits {} misses {}",
+        c.switchless_hits,
+        c.switchless_misses
+    );
+}
+
+fn sealing_inside_the_enclave() {
+    let dir = tempdir();
+    let keys = format!("{dir}/keys");
+    let start_named = |name: &str| {
+        Enclave::builder(name)
+            .sealing_key_dir(&keys)
+            .start(&registry())
+            .unwrap()
+    };
+    let a = start_named("test");
+    let blob = a.ecall(SEAL, b"secret state").unwrap();
+    drop(a);
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(format!("{keys}/platform-root.key"))
+            .unwrap()
+            .permissions()
+            .mode()
+    };
+    assert_eq!(mode & 0o777, 0o600);
+    // A fresh enclave with the same measurement unseals it.
+    let b = start_named("test");
+    assert_eq!(b.ecall(UNSEAL, &blob).unwrap(), b"secret state");
+    let mut flipped = blob.clone();
+    flipped[120] ^= 0x10;
+    assert!(matches!(
+        b.ecall(UNSEAL, &flipped),
+        Err(Error::Service { .. })
+    ));
+    assert!(matches!(
+        b.ecall(UNSEAL, &blob[..blob.len() - 1]),
+        Err(Error::Service { .. })
+    ));
+    // Another service name is another measurement.
+    let c = start_named("test-other");
+    match c.ecall(UNSEAL, &blob) {
+        Err(Error::Service { message, .. }) => {
+            assert!(message.contains("wrong enclave"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The native backend of the same binary and service has the same measurement.
+    let n = Enclave::builder("test")
+        .backend(Backend::Native)
+        .sealing_key_dir(&keys)
+        .start(&registry())
+        .unwrap();
+    assert_eq!(n.ecall(UNSEAL, &blob).unwrap(), b"secret state");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn start_up_errors() {
+    let r = registry();
+    assert!(matches!(
+        Enclave::builder("nope").start(&r),
+        Err(Error::UnknownService(_))
+    ));
+    match Enclave::builder("broken").init(b"xyz").start(&r) {
+        Err(Error::Startup(m)) => assert!(m.contains("refused 3 bytes"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        Enclave::builder("test").tcs(0).start(&r),
+        Err(Error::Config(_))
+    ));
+    assert!(matches!(
+        Enclave::builder("test").tcs(33).start(&r),
+        Err(Error::Config(_))
+    ));
+}
+
+fn transition_model_is_named_in_the_trace() {
+    let m = enclave::TransitionModel::parse("hotcalls-ecall-warm").unwrap();
+    for backend in [Backend::Native, Backend::Sandbox] {
+        let e = Enclave::builder("test")
+            .backend(backend)
+            .transition_model(Some(m.clone()))
+            .start(&registry())
+            .unwrap();
+        for _ in 0..64 {
+            e.ecall(EMPTY, b"").unwrap();
+        }
+        let t = e.trace();
+        assert_eq!(t.model.as_deref(), Some("hotcalls-ecall-warm"));
+        let c = t.get(Direction::Ecall, EMPTY).unwrap();
+        assert!(c.timed >= 1 && c.transition_ns > 0);
+    }
+}
+
+fn tempdir() -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "enclave-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d.to_str().unwrap().to_owned()
+}
+
+fn main() {
+    let reg = registry();
+    enclave::child::run_if_enclave(&reg);
+
+    let tests: &[(&str, fn())] = &[
+        ("round_trips", round_trips),
+        ("chunked_payloads", chunked_payloads),
+        ("hammer_8_threads_4_tcs", hammer_8_threads_4_tcs),
+        (
+            "seccomp_denies_open_and_socket",
+            seccomp_denies_open_and_socket,
+        ),
+        (
+            "killed_enclave_fails_every_caller_within_a_second",
+            killed_enclave_fails_every_caller_within_a_second,
+        ),
+        (
+            "panicking_service_is_an_error_for_that_call",
+            panicking_service_is_an_error_for_that_call,
+        ),
+        (
+            "switchless_hits_with_idle_workers",
+            switchless_hits_with_idle_workers,
+        ),
+        (
+            "switchless_misses_when_workers_are_busy",
+            switchless_misses_when_workers_are_busy,
+        ),
+        ("sealing_inside_the_enclave", sealing_inside_the_enclave),
+        ("start_up_errors", start_up_errors),
+        (
+            "transition_model_is_named_in_the_trace",
+            transition_model_is_named_in_the_trace,
+        ),
+    ];
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for (name, f) in tests {
+        if !filters.is_empty() && !filters.iter().any(|flt| name.contains(flt.as_str())) {
+            continue;
+        }
+        ran += 1;
+        let t = Instant::now();
+        let r = std::panic::catch_unwind(f);
+        println!(
+            "test {name} ... {} ({:.2?})",
+            if r.is_ok() { "ok" } else { "FAILED" },
+            t.elapsed()
+        );
+        if r.is_err() {
+            failed.push(*name);
+        }
+    }
+    println!("\n{ran} tests, {} failed {:?}", failed.len(), failed);
+    if !failed.is_empty() {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,127 @@
+//! `cargo bench -p garble`: per-gate garbling costs, AES-128 garbling rate
+//! and two-party runs over loopback TCP. Prints medians of several runs.
+
+use std::time::Instant;
+
+use garble::hash::Backend;
+use garble::microbench;
+use garble::program::Program;
+use garble::{GateKind, library};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let backend = Backend::detect();
+    println!("backend: {backend:?}");
+    for (kind, n) in [
+        (GateKind::And, 1 << 20),
+        (GateKind::Xor, 1 << 22),
+        (GateKind::Inv, 1 << 22),
+    ] {
+        let mut g = Vec::new();
+        let mut e = Vec::new();
+        for _ in 0..7 {
+            let t = microbench::gate_timing(kind, n, backend).expect("backend");
+            g.push(t.garble_ns());
+            e.push(t.evaluate_ns());
+        }
+        println!(
+            "{:>4}: garble {:6.2} ns/gate, evaluate {:6.2} ns/gate (median of 7, {n} gates)",
+            kind.name(),
+            median(g),
+            median(e)
+        );
+    }
+    let aes = Program::compile(&library::aes128());
+    let mut rates = Vec::new();
+    for _ in 0..7 {
+        let reps = 200;
+        let t = microbench::garble_only(&aes, reps, backend).expect("backend");
+        rates.push((aes.and_gates() as f64 * reps as f64) / t.as_secs_f64() / 1e6);
+    }
+    println!(
+        "AES-128 garbling (no network): {:.1} M AND/s (median of 7)",
+        median(rates)
+    );
+    let h = garble::hash::Hasher::with_backend(backend).expect("backend");
+    let mut xs = [garble::hash::Block(7); 32];
+    let ts = [garble::hash::Block(9); 32];
+    let t0 = Instant::now();
+    let iters = 1_000_000;
+    for _ in 0..iters {
+        h.hash(&mut xs, &ts);
+        std::hint::black_box(&mut xs);
+    }
+    println!(
+        "hash: {:.2} ns/block",
+        t0.elapsed().as_nanos() as f64 / (iters * 32) as f64
+    );
+
+    let aes = library::aes128();
+    let mut single = Vec::new();
+    for _ in 0..9 {
+        let r = loopback(&aes, 1);
+        single.push(r.total.as_secs_f64() * 1e3);
+    }
+    println!(
+        "AES-128 2PC over loopback TCP, one evaluation incl. OT: {:.2} ms (median of 9)",
+        median(single)
+    );
+    let r = loopback(&aes, 1);
+    for s in &r.stages {
+        println!(
+            "    {:<12} {:>9.3} ms  sent {:>8} B  received {:>8} B",
+            s.stage.name(),
+            s.time.as_secs_f64() * 1e3,
+            s.bytes_sent,
+            s.bytes_received
+        );
+    }
+    for (name, c, n) in [
+        ("AES-128", library::aes128(), 400u64),
+        ("SHA-256", library::sha256_compress(), 100),
+        ("mul1024", library::mul1024(), 5),
+    ] {
+        let mut rates = Vec::new();
+        let mut last = None;
+        for _ in 0..3 {
+            let r = loopback(&c, n);
+            rates.push(r.and_gates() as f64 / r.total.as_secs_f64() / 1e6);
+            last = Some(r);
+        }
+        if let Some(r) = last {
+            let parts: Vec<String> = r
+                .stages
+                .iter()
+                .map(|s| format!("{} {:.1} ms", s.stage.name(), s.time.as_secs_f64() * 1e3))
+                .collect();
+            println!("    {}", parts.join(", "));
+        }
+        println!(
+            "{name} bulk 2PC over loopback TCP ({n} evaluations): {:.1} M AND/s (median of 3)",
+            median(rates)
+        );
+    }
+}
+
+fn loopback(c: &garble::Circuit, n: u64) -> garble::session::SessionReport {
+    use garble::channel::TcpChannel;
+    use garble::session::{SessionOptions, run_evaluator, run_garbler};
+    use std::time::Duration;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    let g = vec![vec![true; c.garbler_input_bits()]; n as usize];
+    let e = vec![vec![false; c.evaluator_input_bits()]; n as usize];
+    let c2 = c.clone();
+    let t = std::thread::spawn(move || {
+        let mut ch = TcpChannel::connect(&addr, Duration::from_secs(10)).expect("connect");
+        run_evaluator(&mut ch, &c2, &e, &SessionOptions::default()).expect("evaluator")
+    });
+    let mut ch = TcpChannel::accept(&l, Duration::from_secs(10)).expect("accept");
+    let r = run_garbler(&mut ch, c, &g, &SessionOptions::default()).expect("garbler");
+    t.join().expect("join");
+    r.report
+}

@@ -1,0 +1,315 @@
+//! Half-gates garbling (Zahur, Rosulek, Evans, "Two Halves Make a Whole",
+//! EUROCRYPT 2015) with free-XOR (Kolesnikov-Schneider 2008) and
+//! point-and-permute.
+//!
+//! The garbler holds the zero label `W0` of every live wire and a global
+//! offset `R` (`lsb(R) = 1`); the one label is `W0 ^ R` and a label's colour is
+//! its least significant bit. XOR: `C0 = A0 ^ B0`. INV: `C0 = A0 ^ R` (the
+//! evaluator keeps its label). EQ (public constant `v`): `C0 = v R`, so the
+//! evaluator's label is the zero block, which reveals nothing about `R`. AND
+//! with tweaks `j = 2g`, `j' = 2g + 1` (`g` counts AND gates over the whole
+//! session) and `pa = lsb(A0)`, `pb = lsb(B0)`:
+//!
+//! ```text
+//! TG = H(A0, j) ^ H(A1, j) ^ pb R        WG0 = H(A0, j) ^ pa TG
+//! TE = H(B0, j') ^ H(B1, j') ^ A0        WE0 = H(B0, j') ^ pb (TE ^ A0)
+//! C0 = WG0 ^ WE0,  table = TG || TE  (exactly 32 bytes)
+//! ```
+//!
+//! The evaluator with labels `Wa`, `Wb` computes `WG = H(Wa, j) ^ sa TG`,
+//! `WE = H(Wb, j') ^ sb (TE ^ Wa)` and `Wc = WG ^ WE`.
+//!
+//! Gates of one AND run are independent (see [`crate::program`]), so they
+//! are processed [`BATCH`] at a time: the garbler hashes 4 x 8 = 32 blocks in
+//! one call, the evaluator 16, which keeps eight or more AES blocks in flight.
+//! Tables go into a caller-provided buffer that is handed to a sink whenever
+//! it fills: no per-gate allocation, and the garbled circuit is never held.
+
+use crate::hash::{Block, Hasher};
+use crate::program::{Op, Program, Segment};
+
+/// AND gates hashed together.
+pub const BATCH: usize = 8;
+
+/// Bytes of garbled table per AND gate.
+pub const TABLE_BYTES: usize = 32;
+
+/// Size of the table buffer handed to the sink (2048 AND gates).
+pub const CHUNK_BYTES: usize = 64 * 1024;
+
+#[inline(always)]
+fn put(buf: &mut [u8], b: Block) {
+    buf.copy_from_slice(&b.0.to_le_bytes());
+}
+
+#[inline(always)]
+fn get(buf: &[u8]) -> Block {
+    let mut a = [0u8; 16];
+    a.copy_from_slice(buf);
+    Block(u128::from_le_bytes(a))
+}
+
+/// Garbles `prog` once. `labels` (at least `prog.num_slots()` long) holds the
+/// zero labels of the input slots on entry and of every slot on return;
+/// `gate_counter` is the session-wide AND counter (the tweak source), advanced
+/// by the number of AND gates. Tables are written to `sink` in chunks of at
+/// most [`CHUNK_BYTES`].
+pub fn garble<E>(
+    prog: &Program,
+    hasher: &Hasher,
+    delta: Block,
+    labels: &mut [Block],
+    gate_counter: &mut u64,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), E>,
+) -> Result<(), E> {
+    let l = &mut labels[..prog.num_slots as usize];
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    let mut fill = 0usize;
+    let (mut ai, mut fi) = (0usize, 0usize);
+    let mut h = [Block::ZERO; 4 * BATCH];
+    let mut tw = [Block::ZERO; 4 * BATCH];
+    let mut a0s = [Block::ZERO; BATCH];
+    let mut pbs = [false; BATCH];
+    for seg in &prog.segments {
+        match *seg {
+            Segment::Ands(n) => {
+                let run = &prog.ands[ai..ai + n as usize];
+                ai += n as usize;
+                for chunk in run.chunks(BATCH) {
+                    let k = chunk.len();
+                    if fill + k * TABLE_BYTES > CHUNK_BYTES {
+                        sink(&buf[..fill])?;
+                        fill = 0;
+                    }
+                    for (i, &[a, b, _]) in chunk.iter().enumerate() {
+                        let a0 = l[a as usize];
+                        let b0 = l[b as usize];
+                        a0s[i] = a0;
+                        pbs[i] = b0.lsb();
+                        h[4 * i] = a0;
+                        h[4 * i + 1] = a0 ^ delta;
+                        h[4 * i + 2] = b0;
+                        h[4 * i + 3] = b0 ^ delta;
+                        let j = Block(u128::from(*gate_counter + i as u64) << 1);
+                        let j1 = Block(j.0 | 1);
+                        tw[4 * i] = j;
+                        tw[4 * i + 1] = j;
+                        tw[4 * i + 2] = j1;
+                        tw[4 * i + 3] = j1;
+                    }
+                    hasher.hash(&mut h[..4 * k], &tw[..4 * k]);
+                    for (i, &[_, _, out]) in chunk.iter().enumerate() {
+                        let a0 = a0s[i];
+                        let pa = a0.lsb();
+                        let pb = pbs[i];
+                        let tg = h[4 * i] ^ h[4 * i + 1] ^ delta.select(pb);
+                        let wg0 = h[4 * i] ^ tg.select(pa);
+                        let te = h[4 * i + 2] ^ h[4 * i + 3] ^ a0;
+                        let we0 = h[4 * i + 2] ^ (te ^ a0).select(pb);
+                        let dst = &mut buf[fill..fill + TABLE_BYTES];
+                        put(&mut dst[..16], tg);
+                        put(&mut dst[16..], te);
+                        fill += TABLE_BYTES;
+                        l[out as usize] = wg0 ^ we0;
+                    }
+                    *gate_counter += k as u64;
+                }
+            }
+            Segment::Free(n) => {
+                for op in &prog.free[fi..fi + n as usize] {
+                    match *op {
+                        Op::Xor(a, b, o) => l[o as usize] = l[a as usize] ^ l[b as usize],
+                        Op::Inv(a, o) => l[o as usize] = l[a as usize] ^ delta,
+                        Op::Const(v, o) => l[o as usize] = delta.select(v),
+                        Op::Copy(a, o) => l[o as usize] = l[a as usize],
+                    }
+                }
+                fi += n as usize;
+            }
+        }
+    }
+    if fill > 0 {
+        sink(&buf[..fill])?;
+    }
+    Ok(())
+}
+
+/// A source of garbled tables for [`evaluate`]: fills the buffer completely
+/// or fails.
+pub type TableSource<'a, E> = dyn FnMut(&mut [u8]) -> Result<(), E> + 'a;
+
+/// Evaluates `prog` once. `labels` holds the active labels of the input
+/// slots on entry and of every slot on return; `gate_counter` must match the
+/// garbler's. Tables are pulled from `source` in chunks of at most
+/// [`CHUNK_BYTES`].
+pub fn evaluate<E>(
+    prog: &Program,
+    hasher: &Hasher,
+    labels: &mut [Block],
+    gate_counter: &mut u64,
+    source: &mut TableSource<'_, E>,
+) -> Result<(), E> {
+    let l = &mut labels[..prog.num_slots as usize];
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    let mut remaining = prog.ands.len() * TABLE_BYTES;
+    let mut pos = CHUNK_BYTES;
+    let mut avail = 0usize;
+    let (mut ai, mut fi) = (0usize, 0usize);
+    let mut h = [Block::ZERO; 2 * BATCH];
+    let mut tw = [Block::ZERO; 2 * BATCH];
+    let mut was = [Block::ZERO; BATCH];
+    for seg in &prog.segments {
+        match *seg {
+            Segment::Ands(n) => {
+                let run = &prog.ands[ai..ai + n as usize];
+                ai += n as usize;
+                for chunk in run.chunks(BATCH) {
+                    let k = chunk.len();
+                    if pos + k * TABLE_BYTES > avail {
+                        // Refill: move the unread tail to the front.
+                        let tail = avail - pos.min(avail);
+                        buf.copy_within(pos.min(avail)..avail, 0);
+                        let want = (CHUNK_BYTES - tail).min(remaining);
+                        source(&mut buf[tail..tail + want])?;
+                        remaining -= want;
+                        avail = tail + want;
+                        pos = 0;
+                    }
+                    for (i, &[a, b, _]) in chunk.iter().enumerate() {
+                        let wa = l[a as usize];
+                        was[i] = wa;
+                        h[2 * i] = wa;
+                        h[2 * i + 1] = l[b as usize];
+                        let j = Block(u128::from(*gate_counter + i as u64) << 1);
+                        tw[2 * i] = j;
+                        tw[2 * i + 1] = Block(j.0 | 1);
+                    }
+                    let mut sb = [false; BATCH];
+                    for (i, &[_, b, _]) in chunk.iter().enumerate() {
+                        sb[i] = l[b as usize].lsb();
+                    }
+                    hasher.hash(&mut h[..2 * k], &tw[..2 * k]);
+                    for (i, &[_, _, out]) in chunk.iter().enumerate() {
+                        let t = &buf[pos..pos + TABLE_BYTES];
+                        let tg = get(&t[..16]);
+                        let te = get(&t[16..]);
+                        pos += TABLE_BYTES;
+                        let wa = was[i];
+                        let wg = h[2 * i] ^ tg.select(wa.lsb());
+                        let we = h[2 * i + 1] ^ (te ^ wa).select(sb[i]);
+                        l[out as usize] = wg ^ we;
+                    }
+                    *gate_counter += k as u64;
+                }
+            }
+            Segment::Free(n) => {
+                for op in &prog.free[fi..fi + n as usize] {
+                    match *op {
+                        Op::Xor(a, b, o) => l[o as usize] = l[a as usize] ^ l[b as usize],
+                        Op::Inv(a, o) => l[o as usize] = l[a as usize],
+                        Op::Const(_, o) => l[o as usize] = Block::ZERO,
+                        Op::Copy(a, o) => l[o as usize] = l[a as usize],
+                    }
+                }
+                fi += n as usize;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The output decoding bits: the colour of each output's zero label.
+pub fn decode_bits(prog: &Program, labels: &[Block]) -> Vec<bool> {
+    prog.outputs
+        .iter()
+        .map(|&s| labels[s as usize].lsb())
+        .collect()
+}
+
+/// Output values from the evaluator's labels and the garbler's decoding bits.
+pub fn decode(prog: &Program, labels: &[Block], decode: &[bool]) -> Vec<bool> {
+    prog.outputs
+        .iter()
+        .zip(decode)
+        .map(|(&s, &d)| labels[s as usize].lsb() ^ d)
+        .collect()
+}
+
+/// Runs garbler and evaluator in one process without a channel or OT (the
+/// evaluator's input labels are handed over directly): for tests and for
+/// measuring garbling alone. Returns the decoded outputs and the number of
+/// table bytes produced.
+pub fn simulate(
+    prog: &Program,
+    hasher: &Hasher,
+    prg: &mut crate::hash::Prg,
+    garbler_inputs: &[bool],
+    evaluator_inputs: &[bool],
+) -> (Vec<bool>, usize) {
+    let mut delta = prg.block();
+    delta.0 |= 1;
+    let n = prog.num_slots as usize;
+    let mut g = vec![Block::ZERO; n];
+    let mut e = vec![Block::ZERO; n];
+    for (&s, &x) in prog.garbler_inputs.iter().zip(garbler_inputs) {
+        g[s as usize] = prg.block();
+        e[s as usize] = g[s as usize] ^ delta.select(x);
+    }
+    for (&s, &x) in prog.evaluator_inputs.iter().zip(evaluator_inputs) {
+        g[s as usize] = prg.block();
+        e[s as usize] = g[s as usize] ^ delta.select(x);
+    }
+    let mut tables = Vec::with_capacity(prog.ands.len() * TABLE_BYTES);
+    let mut counter = 0u64;
+    let ok: Result<(), ()> = garble(prog, hasher, delta, &mut g, &mut counter, &mut |b| {
+        tables.extend_from_slice(b);
+        Ok(())
+    });
+    debug_assert!(ok.is_ok());
+    let d = decode_bits(prog, &g);
+    let mut counter = 0u64;
+    let mut off = 0usize;
+    let ok: Result<(), ()> = evaluate(prog, hasher, &mut e, &mut counter, &mut |buf| {
+        buf.copy_from_slice(&tables[off..off + buf.len()]);
+        off += buf.len();
+        Ok(())
+    });
+    debug_assert!(ok.is_ok());
+    (decode(prog, &e, &d), tables.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::circuit::bits_from_bytes;
+    use crate::hash::{Backend, Prg};
+    use crate::library;
+
+    #[test]
+    fn library_circuits_garble_correctly() {
+        let mut prg = Prg::from_seed([3; 16]);
+        for be in [Backend::Portable, Backend::AesNi] {
+            let Ok(h) = Hasher::with_backend(be) else {
+                continue;
+            };
+            for c in [
+                library::aes128(),
+                library::sha256_compress(),
+                library::mul(128),
+            ] {
+                let p = Program::compile(&c);
+                let mut gi = vec![0u8; c.garbler_input_bits().div_ceil(8)];
+                let mut ei = vec![0u8; c.evaluator_input_bits().div_ceil(8)];
+                prg.bytes(&mut gi);
+                prg.bytes(&mut ei);
+                let g = bits_from_bytes(&gi, c.garbler_input_bits());
+                let e = bits_from_bytes(&ei, c.evaluator_input_bits());
+                let want = c.eval(&g, &e).unwrap();
+                assert_eq!(p.eval_plain(&g, &e), want);
+                let (got, bytes) = simulate(&p, &h, &mut prg, &g, &e);
+                assert_eq!(got, want, "{be:?}");
+                assert_eq!(bytes as u64, 32 * c.stats().and_gates());
+            }
+        }
+    }
+}

@@ -1,0 +1,493 @@
+//! The two-party session: a garbler and an evaluator over a [`Channel`],
+//! one or many evaluations of the same circuit ("bulk" mode), outputs
+//! decoded for both parties, and a stage breakdown.
+//!
+//! Protocol (after both sides compile the circuit):
+//!
+//! 1. Init: the garbler sends `MAGIC`, the circuit digest and the number of
+//!    evaluations; the evaluator checks all three and echoes them.
+//! 2. OT Init: 128 Chou-Orlandi base OTs seed the IKNP extension (once per
+//!    session).
+//! 3. Peer Inputs: the evaluator gets the labels of all its input bits, for
+//!    all evaluations at once, by correlated OT extension (16 + 16 bytes per
+//!    bit); then, per evaluation, the garbler sends its 16-byte input labels.
+//! 4. Garble: the garbler streams 32 bytes per AND gate while garbling; the
+//!    evaluator evaluates as the bytes arrive. Nothing else is on the wire.
+//! 5. Result: per evaluation the garbler sends the output decoding bits; the
+//!    evaluator decodes and, after the last evaluation, sends all output bits
+//!    back in one message, so both parties learn them. The garbler never
+//!    waits for the evaluator inside the loop: in bulk mode the two run as a
+//!    pipeline.
+//!
+//! One global offset `R` serves the whole session; gate tweaks and OT indices
+//! keep counting across evaluations, so no hash input repeats. Semi-honest
+//! security: bytes from the peer are checked for framing (magic, digest,
+//! counts, curve points) and never trusted for memory sizes, but a malicious
+//! peer can make the outputs wrong.
+
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::channel::{Channel, ChannelError};
+use crate::circuit::{
+    Circuit, GateKind, InputLengthError, Party, Stats, bits_from_bytes, bytes_from_bits,
+};
+use crate::gc;
+use crate::hash::{Backend, BackendUnavailable, Block, Hasher, Prg, RandomnessError};
+use crate::ot::{IknpReceiver, IknpSender, OtError};
+use crate::program::Program;
+
+/// Protocol magic and version.
+pub const MAGIC: [u8; 8] = *b"CCGC\x00\x01\x00\x00";
+
+/// Which side of the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Garbles and streams the tables.
+    Garbler,
+    /// Evaluates.
+    Evaluator,
+}
+
+/// A stage of the session, in protocol order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// Compiling the circuit (schedule, slots, digest) and checking inputs.
+    Load,
+    /// Handshake and session randomness.
+    Init,
+    /// Base OTs.
+    OtInit,
+    /// Input labels: the garbler's directly, the evaluator's by OT extension.
+    PeerInputs,
+    /// Garbling/evaluating and streaming the tables.
+    Garble,
+    /// Output decoding, both ways.
+    Result,
+}
+
+impl Stage {
+    /// All stages in order.
+    pub const ALL: [Stage; 6] = [
+        Stage::Load,
+        Stage::Init,
+        Stage::OtInit,
+        Stage::PeerInputs,
+        Stage::Garble,
+        Stage::Result,
+    ];
+
+    /// The display name (`Load`, `Init`, `OT Init`, `Peer Inputs`, `Garble`,
+    /// `Result`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Load => "Load",
+            Stage::Init => "Init",
+            Stage::OtInit => "OT Init",
+            Stage::PeerInputs => "Peer Inputs",
+            Stage::Garble => "Garble",
+            Stage::Result => "Result",
+        }
+    }
+}
+
+/// Time and traffic of one stage (summed over evaluations in bulk mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageReport {
+    /// The stage.
+    pub stage: Stage,
+    /// Wall time spent in it.
+    pub time: Duration,
+    /// Bytes this party sent during it.
+    pub bytes_sent: u64,
+    /// Bytes this party received during it.
+    pub bytes_received: u64,
+}
+
+/// What a session measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionReport {
+    /// This party's role.
+    pub role: Role,
+    /// Evaluations run.
+    pub evaluations: u64,
+    /// The AES backend of the hash.
+    pub backend: Backend,
+    /// One entry per [`Stage`], in order.
+    pub stages: Vec<StageReport>,
+    /// Statistics of the circuit (one evaluation).
+    pub circuit: Stats,
+    /// Label slots (peak live wires) of the compiled circuit.
+    pub label_slots: u32,
+    /// Garbled-table bytes moved (32 per AND gate per evaluation).
+    pub table_bytes: u64,
+    /// Wall time of the whole session.
+    pub total: Duration,
+    /// Total bytes sent.
+    pub bytes_sent: u64,
+    /// Total bytes received.
+    pub bytes_received: u64,
+}
+
+impl SessionReport {
+    /// The report of one stage.
+    pub fn stage(&self, s: Stage) -> StageReport {
+        self.stages[s as usize]
+    }
+
+    /// Gates of one kind processed over all evaluations.
+    pub fn gates(&self, kind: GateKind) -> u64 {
+        self.circuit.count(kind) * self.evaluations
+    }
+
+    /// AND gates over all evaluations.
+    pub fn and_gates(&self) -> u64 {
+        self.gates(GateKind::And)
+    }
+
+    /// XOR gates over all evaluations.
+    pub fn xor_gates(&self) -> u64 {
+        self.gates(GateKind::Xor)
+    }
+}
+
+/// Outputs and report of a session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionOutput {
+    /// Output bits of each evaluation (both parties get the same).
+    pub outputs: Vec<Vec<bool>>,
+    /// Measurements.
+    pub report: SessionReport,
+}
+
+impl SessionOutput {
+    /// Outputs of each evaluation as bytes (see [`bytes_from_bits`]).
+    pub fn output_bytes(&self) -> Vec<Vec<u8>> {
+        self.outputs.iter().map(|o| bytes_from_bits(o)).collect()
+    }
+}
+
+/// Session settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// AES backend for the hash (default: detected).
+    pub backend: Backend,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            backend: Backend::detect(),
+        }
+    }
+}
+
+/// Why a session failed.
+#[derive(Debug, Error)]
+pub enum SessionError {
+    /// The channel failed (peer closed, timed out, I/O error).
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// Oblivious transfer failed.
+    #[error(transparent)]
+    Ot(#[from] OtError),
+    /// Our own input has the wrong length.
+    #[error("evaluation {evaluation}: {source}")]
+    Input {
+        /// Which evaluation.
+        evaluation: usize,
+        /// The length problem.
+        source: InputLengthError,
+    },
+    /// The peer is not speaking this protocol.
+    #[error("protocol error: {0}")]
+    Protocol(&'static str),
+    /// The peer runs a different circuit.
+    #[error("the peer runs a different circuit (digest mismatch)")]
+    CircuitMismatch,
+    /// The peer wants a different number of evaluations.
+    #[error("we run {ours} evaluations, the peer {peer}")]
+    EvaluationCount {
+        /// Ours.
+        ours: u64,
+        /// The peer's.
+        peer: u64,
+    },
+    /// No session randomness.
+    #[error(transparent)]
+    Randomness(#[from] RandomnessError),
+    /// The requested AES backend is missing.
+    #[error(transparent)]
+    Backend(#[from] BackendUnavailable),
+}
+
+struct Stages {
+    acc: Vec<StageReport>,
+    cur: Option<(Stage, Instant, u64, u64)>,
+}
+
+impl Stages {
+    fn new() -> Stages {
+        Stages {
+            acc: Stage::ALL
+                .iter()
+                .map(|&stage| StageReport {
+                    stage,
+                    time: Duration::ZERO,
+                    bytes_sent: 0,
+                    bytes_received: 0,
+                })
+                .collect(),
+            cur: None,
+        }
+    }
+
+    fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
+        self.close(ch);
+        self.cur = Some((s, Instant::now(), ch.bytes_sent(), ch.bytes_received()));
+    }
+
+    fn close<C: Channel>(&mut self, ch: &C) {
+        if let Some((s, t, sent, recv)) = self.cur.take() {
+            let r = &mut self.acc[s as usize];
+            r.time += t.elapsed();
+            r.bytes_sent += ch.bytes_sent() - sent;
+            r.bytes_received += ch.bytes_received() - recv;
+        }
+    }
+}
+
+fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(), SessionError> {
+    for (i, v) in inputs.iter().enumerate() {
+        if v.len() != expected {
+            return Err(SessionError::Input {
+                evaluation: i,
+                source: InputLengthError {
+                    party,
+                    got: v.len(),
+                    expected,
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+fn header(prog: &Program, n: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(48);
+    h.extend_from_slice(&MAGIC);
+    h.extend_from_slice(&prog.digest());
+    h.extend_from_slice(&n.to_le_bytes());
+    h
+}
+
+fn check_header(prog: &Program, n: u64, got: &[u8; 48]) -> Result<(), SessionError> {
+    if got[..8] != MAGIC {
+        return Err(SessionError::Protocol(
+            "bad magic: the peer is not a ccbench garble peer",
+        ));
+    }
+    if got[8..40] != prog.digest() {
+        return Err(SessionError::CircuitMismatch);
+    }
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&got[40..48]);
+    let peer = u64::from_le_bytes(b);
+    if peer != n {
+        return Err(SessionError::EvaluationCount { ours: n, peer });
+    }
+    Ok(())
+}
+
+fn report(
+    role: Role,
+    prog: &Program,
+    n: u64,
+    backend: Backend,
+    stages: Stages,
+    t0: Instant,
+    (sent, received): (u64, u64),
+) -> SessionReport {
+    SessionReport {
+        role,
+        evaluations: n,
+        backend,
+        stages: stages.acc,
+        circuit: prog.stats().clone(),
+        label_slots: prog.num_slots(),
+        table_bytes: prog.and_gates() * gc::TABLE_BYTES as u64 * n,
+        total: t0.elapsed(),
+        bytes_sent: sent,
+        bytes_received: received,
+    }
+}
+
+/// Runs the garbler: one evaluation per element of `inputs` (the garbler's
+/// input bits for that evaluation).
+pub fn run_garbler<C: Channel>(
+    ch: &mut C,
+    circuit: &Circuit,
+    inputs: &[Vec<bool>],
+    opts: &SessionOptions,
+) -> Result<SessionOutput, SessionError> {
+    let t0 = Instant::now();
+    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let mut st = Stages::new();
+    st.enter(Stage::Load, ch);
+    let hasher = Hasher::with_backend(opts.backend)?;
+    check_inputs(inputs, Party::Garbler, circuit.garbler_input_bits())?;
+    let prog = Program::compile(circuit);
+    let n = inputs.len() as u64;
+
+    st.enter(Stage::Init, ch);
+    ch.send(&header(&prog, n))?;
+    ch.flush()?;
+    let mut ack = [0u8; 48];
+    ch.recv(&mut ack)?;
+    check_header(&prog, n, &ack)?;
+    let mut prg = Prg::from_os()?;
+    let mut delta = prg.block();
+    delta.0 |= 1;
+    let mut labels = vec![Block::ZERO; prog.num_slots() as usize];
+
+    st.enter(Stage::OtInit, ch);
+    let mut ot = IknpSender::setup(ch, &mut prg)?;
+
+    // Peer inputs, evaluator side: one OT extension for all evaluations, so
+    // that the garbler never waits for the evaluator inside the loop.
+    st.enter(Stage::PeerInputs, ch);
+    let ebits = prog.evaluator_input_bits();
+    let all_l0 = ot.send_correlated(ch, &hasher, delta, ebits * inputs.len())?;
+
+    let mut counter = 0u64;
+    let out_bytes = prog.output_bits().div_ceil(8);
+    for (k, x) in inputs.iter().enumerate() {
+        st.enter(Stage::PeerInputs, ch);
+        let mut msg = Vec::with_capacity(16 * x.len());
+        for (&s, &bit) in prog.garbler_inputs.iter().zip(x) {
+            let l0 = prg.block();
+            labels[s as usize] = l0;
+            msg.extend_from_slice(&(l0 ^ delta.select(bit)).to_bytes());
+        }
+        ch.send(&msg)?;
+        for (&s, &l0) in prog.evaluator_inputs.iter().zip(&all_l0[k * ebits..]) {
+            labels[s as usize] = l0;
+        }
+
+        st.enter(Stage::Garble, ch);
+        gc::garble(&prog, &hasher, delta, &mut labels, &mut counter, &mut |b| {
+            ch.send(b)
+        })?;
+
+        st.enter(Stage::Result, ch);
+        ch.send(&bytes_from_bits(&gc::decode_bits(&prog, &labels)))?;
+        ch.flush()?;
+    }
+    // The evaluator sends every evaluation's outputs at the end.
+    st.enter(Stage::Result, ch);
+    let mut out = vec![0u8; out_bytes * inputs.len()];
+    ch.recv(&mut out)?;
+    let outputs: Vec<Vec<bool>> = (0..inputs.len())
+        .map(|k| bits_from_bytes(&out[k * out_bytes..(k + 1) * out_bytes], prog.output_bits()))
+        .collect();
+    st.close(ch);
+    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    Ok(SessionOutput {
+        outputs,
+        report: report(
+            Role::Garbler,
+            &prog,
+            n,
+            hasher.backend(),
+            st,
+            t0,
+            (sent, recv),
+        ),
+    })
+}
+
+/// Runs the evaluator: one evaluation per element of `inputs` (the
+/// evaluator's input bits for that evaluation).
+pub fn run_evaluator<C: Channel>(
+    ch: &mut C,
+    circuit: &Circuit,
+    inputs: &[Vec<bool>],
+    opts: &SessionOptions,
+) -> Result<SessionOutput, SessionError> {
+    let t0 = Instant::now();
+    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let mut st = Stages::new();
+    st.enter(Stage::Load, ch);
+    let hasher = Hasher::with_backend(opts.backend)?;
+    check_inputs(inputs, Party::Evaluator, circuit.evaluator_input_bits())?;
+    let prog = Program::compile(circuit);
+    let n = inputs.len() as u64;
+
+    st.enter(Stage::Init, ch);
+    let mut hdr = [0u8; 48];
+    ch.recv(&mut hdr)?;
+    check_header(&prog, n, &hdr)?;
+    ch.send(&header(&prog, n))?;
+    ch.flush()?;
+    let mut prg = Prg::from_os()?;
+    let mut labels = vec![Block::ZERO; prog.num_slots() as usize];
+
+    st.enter(Stage::OtInit, ch);
+    let mut ot = IknpReceiver::setup(ch, &mut prg)?;
+
+    st.enter(Stage::PeerInputs, ch);
+    let ebits = prog.evaluator_input_bits();
+    let all_choices: Vec<bool> = inputs.iter().flatten().copied().collect();
+    let mine = ot.receive_correlated(ch, &hasher, &all_choices)?;
+
+    let mut counter = 0u64;
+    let mut outputs = Vec::with_capacity(inputs.len());
+    let gbits = prog.garbler_input_bits();
+    let mut glabels = vec![0u8; 16 * gbits];
+    let mut dbytes = vec![0u8; prog.output_bits().div_ceil(8)];
+    let mut out_msg = Vec::with_capacity(dbytes.len() * inputs.len());
+    for k in 0..inputs.len() {
+        st.enter(Stage::PeerInputs, ch);
+        ch.recv(&mut glabels)?;
+        for (i, &s) in prog.garbler_inputs.iter().enumerate() {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&glabels[16 * i..16 * i + 16]);
+            labels[s as usize] = Block::from_bytes(b);
+        }
+        for (&s, &l) in prog.evaluator_inputs.iter().zip(&mine[k * ebits..]) {
+            labels[s as usize] = l;
+        }
+
+        st.enter(Stage::Garble, ch);
+        gc::evaluate(&prog, &hasher, &mut labels, &mut counter, &mut |b| {
+            ch.recv(b)
+        })?;
+
+        st.enter(Stage::Result, ch);
+        ch.recv(&mut dbytes)?;
+        let d = bits_from_bytes(&dbytes, prog.output_bits());
+        let out = gc::decode(&prog, &labels, &d);
+        out_msg.extend_from_slice(&bytes_from_bits(&out));
+        outputs.push(out);
+    }
+    // Outputs go back in one message at the end: sending them inside the
+    // loop could fill both socket buffers while the garbler is still writing.
+    st.enter(Stage::Result, ch);
+    ch.send(&out_msg)?;
+    ch.flush()?;
+    st.close(ch);
+    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    Ok(SessionOutput {
+        outputs,
+        report: report(
+            Role::Evaluator,
+            &prog,
+            n,
+            hasher.backend(),
+            st,
+            t0,
+            (sent, recv),
+        ),
+    })
+}

@@ -1,0 +1,306 @@
+//! Garbling + evaluation equals plain evaluation; two parties over memory and
+//! real TCP; failures (disconnect, garbage, mismatch) are typed errors.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use garble::channel::{Channel, ChannelError, TcpChannel, mem_pair};
+use garble::circuit::bits_from_bytes;
+use garble::gc;
+use garble::hash::{Backend, Hasher, Prg};
+use garble::program::Program;
+use garble::session::{SessionError, SessionOptions, Stage, run_evaluator, run_garbler};
+use garble::{Bit, Builder, Circuit, Party, library};
+use proptest::prelude::*;
+
+fn random_bits(prg: &mut Prg, n: usize) -> Vec<bool> {
+    let mut b = vec![0u8; n.div_ceil(8)];
+    prg.bytes(&mut b);
+    bits_from_bytes(&b, n)
+}
+
+fn two_party(
+    c: &Circuit,
+    g: Vec<Vec<bool>>,
+    e: Vec<Vec<bool>>,
+    opts: SessionOptions,
+) -> (
+    garble::session::SessionOutput,
+    garble::session::SessionOutput,
+) {
+    let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+    let c2 = c.clone();
+    let t = std::thread::spawn(move || run_evaluator(&mut b, &c2, &e, &opts).unwrap());
+    let go = run_garbler(&mut a, c, &g, &opts).unwrap();
+    (go, t.join().unwrap())
+}
+
+#[test]
+fn library_circuits_two_party() {
+    let mut prg = Prg::from_seed([11; 16]);
+    for (c, be) in [
+        (library::aes128(), Backend::detect()),
+        (library::aes128(), Backend::Portable),
+        (library::sha256_compress(), Backend::detect()),
+        (library::mul(256), Backend::detect()),
+    ] {
+        let n = 3;
+        let g: Vec<Vec<bool>> = (0..n)
+            .map(|_| random_bits(&mut prg, c.garbler_input_bits()))
+            .collect();
+        let e: Vec<Vec<bool>> = (0..n)
+            .map(|_| random_bits(&mut prg, c.evaluator_input_bits()))
+            .collect();
+        let (go, eo) = two_party(&c, g.clone(), e.clone(), SessionOptions { backend: be });
+        for i in 0..n {
+            let want = c.eval(&g[i], &e[i]).unwrap();
+            assert_eq!(go.outputs[i], want);
+            assert_eq!(eo.outputs[i], want);
+        }
+        let r = &go.report;
+        assert_eq!(r.evaluations, n as u64);
+        assert_eq!(r.table_bytes, 32 * c.stats().and_gates() * n as u64);
+        // Exactly the tables are sent during Garble.
+        assert_eq!(r.stage(Stage::Garble).bytes_sent, r.table_bytes);
+        assert_eq!(eo.report.stage(Stage::Garble).bytes_received, r.table_bytes);
+        assert_eq!(r.bytes_sent, eo.report.bytes_received);
+    }
+}
+
+#[test]
+fn fips197_through_two_party() {
+    let c = library::aes128();
+    let key: Vec<u8> = (0..16).collect();
+    let pt: Vec<u8> = (0..16).map(|i| i * 0x11).collect();
+    let (go, eo) = two_party(
+        &c,
+        vec![bits_from_bytes(&key, 128)],
+        vec![bits_from_bytes(&pt, 128)],
+        SessionOptions::default(),
+    );
+    let want = [
+        0x69, 0xc4, 0xe0, 0xd8, 0x6a, 0x7b, 0x04, 0x30, 0xd8, 0xcd, 0xb7, 0x80, 0x70, 0xb4, 0xc5,
+        0x5a,
+    ];
+    assert_eq!(go.output_bytes()[0], want);
+    assert_eq!(eo.output_bytes()[0], want);
+}
+
+/// A random circuit over `gi + ei` inputs with `n` random gates.
+fn random_circuit(seed: u64, gi: usize, ei: usize, n: usize, nout: usize) -> Circuit {
+    let mut s = seed | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut b = Builder::new();
+    let mut pool: Vec<Bit> = vec![Bit::ZERO, Bit::ONE];
+    pool.extend(b.input(Party::Garbler, gi));
+    pool.extend(b.input(Party::Evaluator, ei));
+    for _ in 0..n {
+        let x = pool[next() as usize % pool.len()];
+        let y = pool[next() as usize % pool.len()];
+        let o = match next() % 4 {
+            0 => b.xor(x, y),
+            1 | 2 => b.and(x, y),
+            _ => b.not(x),
+        };
+        pool.push(o);
+    }
+    let outs: Vec<Bit> = (0..nout)
+        .map(|_| pool[next() as usize % pool.len()])
+        .collect();
+    b.finish(&[outs]).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_circuits_garble_like_plain(seed in any::<u64>(), gi in 0usize..6, ei in 0usize..6,
+                                         n in 0usize..300, nout in 1usize..12, portable in any::<bool>()) {
+        let c = random_circuit(seed, gi, ei, n, nout);
+        let p = Program::compile(&c);
+        let be = if portable { Backend::Portable } else { Backend::detect() };
+        let h = Hasher::with_backend(be).unwrap();
+        let mut prg = Prg::from_seed(seed.to_le_bytes().repeat(2).try_into().unwrap());
+        for _ in 0..4 {
+            let g = random_bits(&mut prg, c.garbler_input_bits());
+            let e = random_bits(&mut prg, c.evaluator_input_bits());
+            let want = c.eval(&g, &e).unwrap();
+            prop_assert_eq!(&p.eval_plain(&g, &e), &want);
+            let (got, _) = gc::simulate(&p, &h, &mut prg, &g, &e);
+            prop_assert_eq!(got, want);
+        }
+    }
+}
+
+#[test]
+fn random_circuits_two_party_bulk() {
+    for seed in 1..6u64 {
+        let c = random_circuit(seed * 7919, 5, 4, 400, 9);
+        let mut prg = Prg::from_seed([seed as u8; 16]);
+        let g: Vec<Vec<bool>> = (0..4)
+            .map(|_| random_bits(&mut prg, c.garbler_input_bits()))
+            .collect();
+        let e: Vec<Vec<bool>> = (0..4)
+            .map(|_| random_bits(&mut prg, c.evaluator_input_bits()))
+            .collect();
+        let (go, eo) = two_party(&c, g.clone(), e.clone(), SessionOptions::default());
+        for i in 0..4 {
+            let want = c.eval(&g[i], &e[i]).unwrap();
+            assert_eq!(go.outputs[i], want);
+            assert_eq!(eo.outputs[i], want);
+        }
+    }
+}
+
+#[test]
+fn tcp_loopback_bulk() {
+    let c = library::aes128();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let mut prg = Prg::from_seed([5; 16]);
+    let g: Vec<Vec<bool>> = (0..5).map(|_| random_bits(&mut prg, 128)).collect();
+    let e: Vec<Vec<bool>> = (0..5).map(|_| random_bits(&mut prg, 128)).collect();
+    let (c2, e2) = (c.clone(), e.clone());
+    let t = std::thread::spawn(move || {
+        let mut ch = TcpChannel::connect(&addr, Duration::from_secs(10)).unwrap();
+        run_evaluator(&mut ch, &c2, &e2, &SessionOptions::default()).unwrap()
+    });
+    let mut ch = TcpChannel::accept(&l, Duration::from_secs(10)).unwrap();
+    let go = run_garbler(&mut ch, &c, &g, &SessionOptions::default()).unwrap();
+    let eo = t.join().unwrap();
+    for i in 0..5 {
+        let want = c.eval(&g[i], &e[i]).unwrap();
+        assert_eq!(go.outputs[i], want);
+        assert_eq!(eo.outputs[i], want);
+    }
+    assert_eq!(go.report.bytes_sent, eo.report.bytes_received);
+    assert_eq!(go.report.bytes_received, eo.report.bytes_sent);
+}
+
+/// A channel that dies (closing the socket) once it has sent `limit` bytes.
+struct CutAfter {
+    inner: Option<TcpChannel>,
+    limit: u64,
+    sent: u64,
+}
+
+impl Channel for CutAfter {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
+        self.sent += data.len() as u64;
+        if self.sent > self.limit {
+            if let Some(mut c) = self.inner.take() {
+                let _ = c.flush();
+            }
+            return Err(ChannelError::Closed);
+        }
+        self.inner.as_mut().ok_or(ChannelError::Closed)?.send(data)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError> {
+        self.inner.as_mut().ok_or(ChannelError::Closed)?.recv(buf)
+    }
+    fn flush(&mut self) -> Result<(), ChannelError> {
+        self.inner.as_mut().ok_or(ChannelError::Closed)?.flush()
+    }
+    fn bytes_sent(&self) -> u64 {
+        self.sent
+    }
+    fn bytes_received(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |c| c.bytes_received())
+    }
+}
+
+#[test]
+fn disconnect_mid_stream_is_an_error_on_both_sides() {
+    let c = library::mul(256);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let c2 = c.clone();
+    let t = std::thread::spawn(move || {
+        let mut ch = TcpChannel::connect(&addr, Duration::from_secs(10)).unwrap();
+        run_evaluator(&mut ch, &c2, &[vec![true; 256]], &SessionOptions::default())
+    });
+    let ch = TcpChannel::accept(&l, Duration::from_secs(10)).unwrap();
+    // Past handshake, OT and inputs, in the middle of the tables.
+    let mut cut = CutAfter {
+        inner: Some(ch),
+        limit: 200_000,
+        sent: 0,
+    };
+    let g = run_garbler(
+        &mut cut,
+        &c,
+        &[vec![false; 256]],
+        &SessionOptions::default(),
+    );
+    assert!(
+        matches!(g, Err(SessionError::Channel(ChannelError::Closed))),
+        "{g:?}"
+    );
+    let e = t.join().unwrap();
+    assert!(
+        matches!(e, Err(SessionError::Channel(ChannelError::Closed))),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn garbage_and_mismatch_are_typed_errors() {
+    // Garbage instead of a header.
+    let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+    a.send(&[0x42; 48]).unwrap();
+    a.flush().unwrap();
+    let r = run_evaluator(
+        &mut b,
+        &library::aes128(),
+        &[vec![false; 128]],
+        &SessionOptions::default(),
+    );
+    assert!(matches!(r, Err(SessionError::Protocol(_))), "{r:?}");
+    // A different circuit.
+    let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+    let t = std::thread::spawn(move || {
+        run_evaluator(
+            &mut b,
+            &library::mul(8),
+            &[vec![false; 8]],
+            &SessionOptions::default(),
+        )
+    });
+    let g = run_garbler(
+        &mut a,
+        &library::mul(9),
+        &[vec![false; 9]],
+        &SessionOptions::default(),
+    );
+    assert!(g.is_err());
+    assert!(matches!(
+        t.join().unwrap(),
+        Err(SessionError::CircuitMismatch)
+    ));
+    // A stalled peer times out.
+    let (_a, mut b) = mem_pair(Duration::from_millis(100));
+    let r = run_evaluator(
+        &mut b,
+        &library::mul(8),
+        &[vec![false; 8]],
+        &SessionOptions::default(),
+    );
+    assert!(
+        matches!(r, Err(SessionError::Channel(ChannelError::Timeout(_)))),
+        "{r:?}"
+    );
+    // Wrong input length.
+    let (mut a, _b) = mem_pair(Duration::from_millis(100));
+    let r = run_garbler(
+        &mut a,
+        &library::mul(8),
+        &[vec![false; 7]],
+        &SessionOptions::default(),
+    );
+    assert!(matches!(r, Err(SessionError::Input { .. })), "{r:?}");
+}

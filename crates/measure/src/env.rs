@@ -1,0 +1,207 @@
+//! The environment fingerprint: what machine and build a result came from, captured once per
+//! run and written as the first record, so that no number travels without its context.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// CPU flags that matter to confidential computing and to the engines' speed.
+pub const RELEVANT_CPU_FLAGS: &[&str] = &[
+    "aes",
+    "vaes",
+    "pclmulqdq",
+    "avx2",
+    "avx512f",
+    "sha_ni",
+    "rdrand",
+    "sgx",
+    "sgx_lc",
+    "sev",
+    "sev_es",
+    "sev_snp",
+    "tdx_guest",
+    "hypervisor",
+];
+
+/// Device nodes whose presence says trusted hardware is usable from this machine.
+pub const TRUSTED_DEVICES: &[(&str, &str)] = &[
+    ("sgx", "/dev/sgx_enclave"),
+    ("sgx_provision", "/dev/sgx_provision"),
+    ("sev_guest", "/dev/sev-guest"),
+    ("tdx_guest", "/dev/tdx_guest"),
+];
+
+/// Facts about the binary that only the binary knows (passed in by the cli at compile time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// The ccbench version.
+    pub version: String,
+    /// The project's git commit, or `unknown`.
+    pub git_commit: String,
+    /// `release` or `debug`.
+    pub profile: String,
+    /// `rustc --version` of the compiler that built it.
+    pub rustc: String,
+}
+
+/// The machine, the build and the time of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Env {
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Logical cores available to the process.
+    pub cores: u64,
+    /// The relevant CPU flags present (a subset of [`RELEVANT_CPU_FLAGS`]).
+    pub cpu_flags: Vec<String>,
+    /// Trusted-hardware device nodes found (names from [`TRUSTED_DEVICES`]).
+    pub trusted_hardware: Vec<String>,
+    /// Total memory, in bytes (0 when unknown).
+    pub memory_bytes: u64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Operating system name and version.
+    pub os: String,
+    /// The build.
+    pub build: BuildInfo,
+    /// When the run started, RFC 3339 UTC.
+    pub time_utc: String,
+    /// The harness's per-iteration overhead on an empty operation, in ns, measured at start-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_overhead_ns: Option<f64>,
+}
+
+fn read(path: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Parses `/proc/cpuinfo` text: the first model name and the relevant flags of the first CPU.
+pub fn parse_cpuinfo(text: &str) -> (String, Vec<String>) {
+    let field = |key: &str| {
+        text.lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_owned())
+    };
+    let model = field("model name")
+        .or_else(|| field("Model"))
+        .unwrap_or_else(|| "unknown".to_owned());
+    let flags_line = field("flags")
+        .or_else(|| field("Features"))
+        .unwrap_or_default();
+    let present: Vec<&str> = flags_line.split_whitespace().collect();
+    let flags = RELEVANT_CPU_FLAGS
+        .iter()
+        .filter(|f| present.contains(f))
+        .map(|f| (*f).to_owned())
+        .collect();
+    (model, flags)
+}
+
+fn os_name() -> String {
+    let text = read("/etc/os-release");
+    text.lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_owned())
+        .unwrap_or_else(|| std::env::consts::OS.to_owned())
+}
+
+fn memory_bytes() -> u64 {
+    read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+impl Env {
+    /// Captures the environment now.
+    pub fn capture(build: BuildInfo) -> Env {
+        let (cpu_model, cpu_flags) = parse_cpuinfo(&read("/proc/cpuinfo"));
+        let trusted_hardware = TRUSTED_DEVICES
+            .iter()
+            .filter(|(_, dev)| Path::new(dev).exists())
+            .map(|(name, _)| (*name).to_owned())
+            .collect();
+        let kernel = read("/proc/sys/kernel/osrelease").trim().to_owned();
+        Env {
+            cpu_model,
+            cores: crate::sweep::available_cores(),
+            cpu_flags,
+            trusted_hardware,
+            memory_bytes: memory_bytes(),
+            kernel: if kernel.is_empty() {
+                "unknown".to_owned()
+            } else {
+                kernel
+            },
+            os: os_name(),
+            build,
+            time_utc: rfc3339_utc(SystemTime::now()),
+            harness_overhead_ns: None,
+        }
+    }
+}
+
+/// Formats a time as RFC 3339 in UTC, to the second.
+pub fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3661); // 2000-02-29 01:01:01
+        assert_eq!(rfc3339_utc(t), "2000-02-29T01:01:01Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_305_600); // 2026-11-22
+        assert_eq!(rfc3339_utc(t), "2026-11-22T00:00:00Z");
+    }
+
+    #[test]
+    fn parses_cpuinfo() {
+        let text = "processor\t: 0\nmodel name\t: Test CPU @ 3GHz\nflags\t\t: fpu aes avx2 sgx hypervisor xyz\n\nprocessor\t: 1\n";
+        let (model, flags) = parse_cpuinfo(text);
+        assert_eq!(model, "Test CPU @ 3GHz");
+        assert_eq!(flags, ["aes", "avx2", "sgx", "hypervisor"]);
+        assert_eq!(parse_cpuinfo("").0, "unknown");
+    }
+
+    #[test]
+    fn captures_this_machine() {
+        let e = Env::capture(BuildInfo {
+            version: "0".into(),
+            git_commit: "unknown".into(),
+            profile: "debug".into(),
+            rustc: "rustc".into(),
+        });
+        assert!(e.cores >= 1);
+        assert!(e.time_utc.ends_with('Z') && e.time_utc.len() == 20);
+    }
+}

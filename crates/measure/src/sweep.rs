@@ -1,0 +1,445 @@
+//! Multi-threaded measurement: weak and strong thread sweeps, and fixed-duration passes.
+//!
+//! Throughput is computed in exactly one place, [`throughput`]: total operations over wall
+//! time. Speed-up and efficiency are ratios of throughputs. (A published weak-scaling figure
+//! multiplied by the thread count twice; computing it once, and testing that, prevents it.)
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use crate::record::{DurationPass, ScalingMode, ScalingPoint};
+use crate::stats::median;
+
+/// Logical cores available to this process.
+pub fn available_cores() -> u64 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1)
+}
+
+/// Operations per second: `ops_total` operations finished in `wall_ns` of wall time.
+pub fn throughput(ops_total: u64, wall_ns: f64) -> f64 {
+    if wall_ns > 0.0 {
+        ops_total as f64 / (wall_ns / 1e9)
+    } else {
+        0.0
+    }
+}
+
+/// Operations each thread does at one sweep point: `work` per thread in weak scaling, `work`
+/// split as evenly as possible in strong scaling.
+pub fn ops_per_thread(mode: ScalingMode, work: u64, threads: usize) -> Vec<u64> {
+    let t = threads.max(1) as u64;
+    match mode {
+        ScalingMode::Weak => vec![work; threads.max(1)],
+        ScalingMode::Strong => (0..t).map(|i| work / t + u64::from(i < work % t)).collect(),
+    }
+}
+
+/// Builds the sweep's points from measured wall times: `runs[i]` holds the wall times (ns) of
+/// the measured runs at `threads[i]`, each run doing `ops[i]` operations in total.
+/// Speed-up and efficiency are relative to the first (smallest) thread count.
+pub fn scaling_points(
+    name: &str,
+    mode: ScalingMode,
+    threads: &[usize],
+    ops: &[u64],
+    runs: &[Vec<f64>],
+    cores: u64,
+) -> Vec<ScalingPoint> {
+    let mut out: Vec<ScalingPoint> = Vec::with_capacity(threads.len());
+    for ((&t, &ops_total), walls) in threads.iter().zip(ops).zip(runs) {
+        let wall_ns = median(walls).unwrap_or(0.0);
+        let ops_per_s = throughput(ops_total, wall_ns);
+        let (base_threads, base_rate) = out
+            .first()
+            .map(|b| (b.threads as f64, b.ops_per_s))
+            .unwrap_or((t as f64, ops_per_s));
+        let speedup = if base_rate > 0.0 {
+            ops_per_s / base_rate
+        } else {
+            0.0
+        };
+        out.push(ScalingPoint {
+            name: name.to_owned(),
+            mode,
+            threads: t as u64,
+            cores,
+            oversubscribed: t as u64 > cores,
+            ops_total,
+            wall_samples_ns: walls.clone(),
+            wall_ns,
+            ops_per_s,
+            speedup,
+            efficiency: speedup / (t as f64 / base_threads),
+        });
+    }
+    out
+}
+
+/// A thread sweep's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepConfig {
+    /// Thread counts, in increasing order; the first is the speed-up baseline.
+    pub threads: Vec<usize>,
+    /// Weak or strong scaling.
+    pub mode: ScalingMode,
+    /// Operations per thread (weak) or in total (strong).
+    pub work: u64,
+    /// Unmeasured runs before the measured ones, per point.
+    pub warmup_runs: usize,
+    /// Measured runs per point (the median wall time is used).
+    pub runs: usize,
+}
+
+/// Validation failures of a sweep or pass configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A thread count of zero, or an empty list.
+    #[error("thread counts must be at least 1 (got {0:?})")]
+    Threads(Vec<usize>),
+    /// Zero measured runs.
+    #[error("at least one measured run is needed")]
+    Runs,
+    /// Zero work.
+    #[error("the work per point must be at least 1 operation")]
+    Work,
+    /// A zero duration.
+    #[error("the duration must be positive")]
+    Duration,
+}
+
+/// An error from a sweep: either its configuration or the workload.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError<E> {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The workload failed on one of the threads.
+    #[error("workload failed on thread {thread} of {threads}: {source}")]
+    Workload {
+        /// Index of the failing thread.
+        thread: usize,
+        /// Threads in the run.
+        threads: usize,
+        /// The workload's error.
+        source: E,
+    },
+}
+
+/// Runs `f(thread_index, ops)` on each thread once, all released together by a barrier, and
+/// returns the wall time from release to the last thread's end.
+fn run_once<E, F>(threads: usize, ops: &[u64], f: &F) -> Result<Duration, SweepError<E>>
+where
+    E: Send,
+    F: Fn(usize, u64) -> Result<(), E> + Sync,
+{
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let barrier = &barrier;
+                let n = ops[i];
+                s.spawn(move || {
+                    barrier.wait();
+                    f(i, n)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let mut first_err = None;
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(SweepError::Workload {
+                        thread: i,
+                        threads,
+                        source: e,
+                    });
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        let wall = start.elapsed();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(wall),
+        }
+    })
+}
+
+/// Runs a thread sweep. `f(thread_index, ops)` does `ops` operations on the calling thread.
+/// `progress(threads)` is called before each point.
+pub fn sweep<E, F>(
+    name: &str,
+    cfg: &SweepConfig,
+    f: F,
+    mut progress: impl FnMut(usize),
+) -> Result<Vec<ScalingPoint>, SweepError<E>>
+where
+    E: Send,
+    F: Fn(usize, u64) -> Result<(), E> + Sync,
+{
+    if cfg.threads.is_empty() || cfg.threads.contains(&0) {
+        return Err(ConfigError::Threads(cfg.threads.clone()).into());
+    }
+    if cfg.runs == 0 {
+        return Err(ConfigError::Runs.into());
+    }
+    if cfg.work == 0 {
+        return Err(ConfigError::Work.into());
+    }
+    let mut ops_totals = Vec::new();
+    let mut runs = Vec::new();
+    for &t in &cfg.threads {
+        progress(t);
+        let per = ops_per_thread(cfg.mode, cfg.work, t);
+        for _ in 0..cfg.warmup_runs {
+            run_once(t, &per, &f)?;
+        }
+        let walls = (0..cfg.runs)
+            .map(|_| run_once(t, &per, &f).map(|d| d.as_nanos() as f64))
+            .collect::<Result<Vec<_>, _>>()?;
+        ops_totals.push(per.iter().sum());
+        runs.push(walls);
+    }
+    Ok(scaling_points(
+        name,
+        cfg.mode,
+        &cfg.threads,
+        &ops_totals,
+        &runs,
+        available_cores(),
+    ))
+}
+
+/// Builds a fixed-duration pass record from per-thread counts and the measured wall time.
+pub fn duration_pass(
+    name: &str,
+    target: Duration,
+    wall: Duration,
+    ops_per_thread: Vec<u64>,
+    cores: u64,
+) -> DurationPass {
+    let threads = ops_per_thread.len() as u64;
+    let ops_total: u64 = ops_per_thread.iter().sum();
+    let wall_ns = wall.as_nanos() as f64;
+    let ops_per_s = throughput(ops_total, wall_ns);
+    DurationPass {
+        name: name.to_owned(),
+        threads,
+        cores,
+        oversubscribed: threads > cores,
+        target_ns: target.as_nanos() as f64,
+        wall_ns,
+        ops_total,
+        ops_per_thread,
+        ops_per_s,
+        ops_per_s_per_thread: if threads > 0 {
+            ops_per_s / threads as f64
+        } else {
+            0.0
+        },
+    }
+}
+
+/// Runs a fixed-duration pass: `threads` threads are released together, each calls
+/// `f(thread_index, deadline)`, which loops until the deadline and returns how many operations
+/// it completed. (The loop is the caller's so that it can run inside one long call, as the X.509
+/// experiment runs it inside one ecall per thread.)
+pub fn fixed_duration<E, F>(
+    name: &str,
+    threads: usize,
+    duration: Duration,
+    f: F,
+) -> Result<DurationPass, SweepError<E>>
+where
+    E: Send,
+    F: Fn(usize, Instant) -> Result<u64, E> + Sync,
+{
+    if threads == 0 {
+        return Err(ConfigError::Threads(vec![0]).into());
+    }
+    if duration.is_zero() {
+        return Err(ConfigError::Duration.into());
+    }
+    let barrier = Barrier::new(threads + 1);
+    let start_cell = std::sync::OnceLock::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (barrier, start_cell, f) = (&barrier, &start_cell, &f);
+                s.spawn(move || {
+                    barrier.wait();
+                    let start: &Instant = start_cell.get_or_init(Instant::now);
+                    f(i, *start + duration)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = *start_cell.get_or_init(Instant::now);
+        let mut counts = Vec::with_capacity(threads);
+        let mut first_err = None;
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(n)) => counts.push(n),
+                Ok(Err(e)) => {
+                    counts.push(0);
+                    first_err.get_or_insert(SweepError::Workload {
+                        thread: i,
+                        threads,
+                        source: e,
+                    });
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        let wall = start.elapsed();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(duration_pass(
+                name,
+                duration,
+                wall,
+                counts,
+                available_cores(),
+            )),
+        }
+    })
+}
+
+/// Loops `op` until `deadline`, returning the number of completed operations. The clock is read
+/// once per operation, which is negligible for the microsecond-and-up operations it is for.
+pub fn loop_until<E>(deadline: Instant, mut op: impl FnMut() -> Result<(), E>) -> Result<u64, E> {
+    let mut n = 0;
+    while Instant::now() < deadline {
+        op()?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weak_scaling_throughput_is_counted_once() {
+        // Synthetic timing: 1,000 ops per thread; each run takes 10 ms at any thread count
+        // (perfect weak scaling). Throughput at 4 threads is 4,000 ops / 10 ms = 400 kops/s,
+        // not 1.6 Mops/s (the thread count applied twice).
+        let threads = [1, 2, 4];
+        let ops: Vec<u64> = threads.iter().map(|&t| 1000 * t as u64).collect();
+        let runs = vec![vec![10e6]; 3];
+        let p = scaling_points("x", ScalingMode::Weak, &threads, &ops, &runs, 8);
+        assert_eq!(p[0].ops_per_s, 100_000.0);
+        assert_eq!(p[2].ops_per_s, 400_000.0);
+        assert_eq!(p[2].speedup, 4.0);
+        assert_eq!(p[2].efficiency, 1.0);
+    }
+
+    #[test]
+    fn strong_scaling_from_synthetic_timing() {
+        // 8,000 ops in total; 1 thread 80 ms, 2 threads 50 ms, 4 threads 40 ms.
+        let threads = [1, 2, 4];
+        let ops = [8000, 8000, 8000];
+        let runs = vec![vec![80e6], vec![50e6, 49e6, 51e6], vec![40e6]];
+        let p = scaling_points("x", ScalingMode::Strong, &threads, &ops, &runs, 2);
+        assert_eq!(p[0].ops_per_s, 100_000.0);
+        assert_eq!(p[1].ops_per_s, 160_000.0);
+        assert_eq!(p[1].speedup, 1.6);
+        assert_eq!(p[1].efficiency, 0.8);
+        assert_eq!(p[2].speedup, 2.0);
+        assert_eq!(p[2].efficiency, 0.5);
+        assert!(!p[1].oversubscribed && p[2].oversubscribed);
+    }
+
+    #[test]
+    fn strong_work_split_covers_all_operations() {
+        assert_eq!(ops_per_thread(ScalingMode::Strong, 10, 3), vec![4, 3, 3]);
+        assert_eq!(ops_per_thread(ScalingMode::Weak, 10, 3), vec![10, 10, 10]);
+    }
+
+    #[test]
+    fn sweep_runs_every_operation() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let done = AtomicU64::new(0);
+        let cfg = SweepConfig {
+            threads: vec![1, 3],
+            mode: ScalingMode::Strong,
+            work: 100,
+            warmup_runs: 1,
+            runs: 2,
+        };
+        let pts = sweep::<(), _>(
+            "count",
+            &cfg,
+            |_, n| {
+                done.fetch_add(n, Ordering::Relaxed);
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
+        // 2 points x (1 warm-up + 2 runs) x 100 ops.
+        assert_eq!(done.load(Ordering::Relaxed), 600);
+        assert_eq!(pts.len(), 2);
+        assert_eq!(pts[1].ops_total, 100);
+        assert_eq!(pts[1].wall_samples_ns.len(), 2);
+    }
+
+    #[test]
+    fn sweep_rejects_bad_configs_and_reports_the_failing_thread() {
+        let mut cfg = SweepConfig {
+            threads: vec![1, 0],
+            mode: ScalingMode::Weak,
+            work: 1,
+            warmup_runs: 0,
+            runs: 1,
+        };
+        let ok = |_: usize, _: u64| Ok::<(), &str>(());
+        assert!(matches!(
+            sweep("x", &cfg, ok, |_| {}),
+            Err(SweepError::Config(ConfigError::Threads(_)))
+        ));
+        cfg.threads = vec![2];
+        let r = sweep(
+            "x",
+            &cfg,
+            |i, _| if i == 1 { Err("bad") } else { Ok(()) },
+            |_| {},
+        );
+        assert!(matches!(
+            r,
+            Err(SweepError::Workload {
+                thread: 1,
+                threads: 2,
+                source: "bad"
+            })
+        ));
+    }
+
+    #[test]
+    fn fixed_duration_counts_and_divides_once() {
+        let d = Duration::from_millis(30);
+        let pass = fixed_duration::<(), _>("spin", 2, d, |_, deadline| {
+            loop_until(deadline, || {
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(())
+            })
+        })
+        .unwrap();
+        assert_eq!(pass.threads, 2);
+        assert_eq!(pass.ops_per_thread.len(), 2);
+        assert!(pass.wall_ns >= 30e6);
+        let expect = pass.ops_total as f64 / (pass.wall_ns / 1e9);
+        assert!((pass.ops_per_s - expect).abs() < 1e-9);
+        assert!((pass.ops_per_s_per_thread * 2.0 - pass.ops_per_s).abs() < 1e-9);
+        assert!(matches!(
+            fixed_duration::<(), _>("x", 1, Duration::ZERO, |_, _| Ok(0)),
+            Err(SweepError::Config(ConfigError::Duration))
+        ));
+    }
+}

@@ -1,0 +1,224 @@
+//! Reports from ccbench results files: tables, plots, HTML and comparisons.
+//!
+//! Everything here works from the records alone (`measure::Record`, as read by
+//! `measure::jsonl::read_records`): `report` never runs a workload and never prints; it returns
+//! text or writes files, and the command line decides what to show.
+//!
+//! - [`write_report`]: `report.md`, `report.html` (self-contained, plots inline as SVG),
+//!   `plots/*.svg`, `plots/*.png` and `csv/*.csv` into a folder, each file written atomically.
+//! - [`terminal_summary`] / [`terminal_tables`]: the same tables drawn with box characters.
+//! - [`render_markdown`], [`render_html`], [`csv_files`]: the pieces, for callers that write
+//!   elsewhere.
+//! - [`compare`]: baseline against candidate, with significance and a noise threshold.
+//! - [`units`]: the number formatting used throughout.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use measure::Record;
+
+pub mod compare;
+mod csv;
+mod doc;
+mod html;
+mod plots;
+mod table;
+pub mod units;
+
+pub use csv::csv_files;
+pub use table::Charset;
+
+/// What a report contains.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The report's title (default `ccbench report`).
+    pub title: String,
+    /// Write PNG copies of the plots beside the SVGs (default true).
+    pub png: bool,
+    /// Plot the sample distribution of every measurement (default true); folded away in the
+    /// HTML report.
+    pub sample_histograms: bool,
+    /// Write `csv/<kind>.csv` files with the raw numbers (default true).
+    pub csv: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            title: "ccbench report".to_owned(),
+            png: true,
+            sample_histograms: true,
+            csv: true,
+        }
+    }
+}
+
+/// The files a report was written to.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Written {
+    /// `report.md`.
+    pub markdown: PathBuf,
+    /// `report.html`.
+    pub html: PathBuf,
+    /// Every plot file, SVG and PNG.
+    pub plots: Vec<PathBuf>,
+    /// Every CSV file.
+    pub csv: Vec<PathBuf>,
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file or folder could not be created, written or moved into place.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A plot could not be drawn.
+    #[error("{path}: cannot draw the plot: {message}")]
+    Plot {
+        /// The file the plot was meant for.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The report as GitHub markdown, plots referenced as `plots/<name>.svg`.
+pub fn render_markdown(records: &[Record], opts: &Options) -> String {
+    doc::to_markdown(&doc::build(records, opts, true))
+}
+
+/// The self-contained HTML report (plots inline as SVG, no external resources, all record
+/// text escaped).
+pub fn render_html(records: &[Record], opts: &Options) -> Result<String, Error> {
+    let d = doc::build(records, opts, true);
+    let svgs = svgs(&d, Path::new("plots"))?;
+    Ok(doc::to_html(&d, &svgs))
+}
+
+/// The report's tables for a terminal, with unicode box drawing: what `ccbench` prints at
+/// the end of a run.
+pub fn terminal_summary(records: &[Record]) -> String {
+    terminal_tables(records, Charset::Unicode)
+}
+
+/// The report's tables for a terminal, drawn with the given characters.
+pub fn terminal_tables(records: &[Record], charset: Charset) -> String {
+    doc::to_terminal(&doc::build(records, &Options::default(), false), charset)
+}
+
+fn svgs(d: &doc::Doc, plot_dir: &Path) -> Result<Vec<String>, Error> {
+    d.plots
+        .iter()
+        .map(|p| {
+            p.chart.to_svg().map_err(|message| Error::Plot {
+                path: plot_dir.join(format!("{}.svg", p.name)),
+                message,
+            })
+        })
+        .collect()
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder, renamed into place:
+/// readers see the old file or the new one, never half of one. The temporary file is removed
+/// on any error.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = format!(".{file_name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // Temporary files are private (0600) by default; a report is for reading.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Writes the whole report into `out_dir` (created if missing): `report.md`, `report.html`,
+/// `plots/<name>.svg` and (with [`Options::png`]) `plots/<name>.png`, and (with
+/// [`Options::csv`]) `csv/<kind>.csv`. Every file goes through a temporary file renamed into
+/// place, so an interrupted or failed call leaves no half-written file.
+pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Result<Written, Error> {
+    let mkdir = |p: &Path| {
+        std::fs::create_dir_all(p).map_err(|source| Error::Io {
+            path: p.to_owned(),
+            source,
+        })
+    };
+    let d = doc::build(records, opts, true);
+    let plot_dir = out_dir.join("plots");
+    mkdir(out_dir)?;
+    let mut written = Written {
+        markdown: out_dir.join("report.md"),
+        html: out_dir.join("report.html"),
+        ..Written::default()
+    };
+
+    // Plots first, so that the pages never reference a file that is not there yet.
+    let svgs = svgs(&d, &plot_dir)?;
+    if !d.plots.is_empty() {
+        mkdir(&plot_dir)?;
+    }
+    for (p, svg) in d.plots.iter().zip(&svgs) {
+        let path = plot_dir.join(format!("{}.svg", p.name));
+        write_atomic(&path, svg.as_bytes())?;
+        written.plots.push(path);
+        if opts.png {
+            let path = plot_dir.join(format!("{}.png", p.name));
+            let png = p.chart.to_png().map_err(|message| Error::Plot {
+                path: path.clone(),
+                message,
+            })?;
+            write_atomic(&path, &png)?;
+            written.plots.push(path);
+        }
+    }
+
+    if opts.csv {
+        let files = csv_files(records);
+        if !files.is_empty() {
+            let csv_dir = out_dir.join("csv");
+            mkdir(&csv_dir)?;
+            let mut used = HashSet::new();
+            for (stem, text) in files {
+                let base = doc::slug(&stem);
+                let mut name = base.clone();
+                let mut i = 2;
+                while !used.insert(name.clone()) {
+                    name = format!("{base}-{i}");
+                    i += 1;
+                }
+                let path = csv_dir.join(format!("{name}.csv"));
+                write_atomic(&path, text.as_bytes())?;
+                written.csv.push(path);
+            }
+        }
+    }
+
+    let md = doc::to_markdown(&d);
+    write_atomic(&written.markdown, md.as_bytes())?;
+    write_atomic(&written.html, doc::to_html(&d, &svgs).as_bytes())?;
+    Ok(written)
+}

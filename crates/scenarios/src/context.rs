@@ -1,0 +1,168 @@
+//! What a scenario gets to run with: options, a place to emit records, a progress handle and a
+//! cancellation flag. Scenarios never print; the cli renders progress and results.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use measure::record::{Body, Params, Record, ScalingMode};
+use measure::sampler::{SamplerConfig, Samples};
+
+use crate::ScenarioError;
+
+/// How thorough a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// A smoke run: short warm-ups and few samples; numbers are indicative.
+    Quick,
+    /// Publishable numbers: the defaults documented in docs/methodology.md.
+    Full,
+}
+
+/// Which thread-scaling modes to run, where a scenario sweeps threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalingSelection {
+    /// Work per thread fixed.
+    Weak,
+    /// Total work fixed.
+    Strong,
+    /// Both, weak first.
+    Both,
+}
+
+impl ScalingSelection {
+    /// The modes selected, in run order.
+    pub fn modes(self) -> &'static [ScalingMode] {
+        match self {
+            ScalingSelection::Weak => &[ScalingMode::Weak],
+            ScalingSelection::Strong => &[ScalingMode::Strong],
+            ScalingSelection::Both => &[ScalingMode::Weak, ScalingMode::Strong],
+        }
+    }
+}
+
+/// Options common to all scenarios, resolved by the cli.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Quick or full.
+    pub preset: Preset,
+    /// Thread counts to sweep, when the user chose them (else each scenario's default).
+    pub threads: Option<Vec<usize>>,
+    /// Scaling modes for sweeping scenarios.
+    pub scaling: ScalingSelection,
+    /// Duration of fixed-duration passes, when the user chose it.
+    pub duration: Option<Duration>,
+    /// The run's output folder (scenarios may write artefacts there, e.g. generated inputs).
+    pub out_dir: PathBuf,
+}
+
+impl RunOptions {
+    /// Options for a quick run writing into `out_dir`.
+    pub fn quick(out_dir: PathBuf) -> Self {
+        RunOptions {
+            preset: Preset::Quick,
+            threads: None,
+            scaling: ScalingSelection::Both,
+            duration: None,
+            out_dir,
+        }
+    }
+
+    /// The sampler configuration of the preset.
+    pub fn sampler(&self) -> SamplerConfig {
+        match self.preset {
+            Preset::Quick => SamplerConfig::quick(),
+            Preset::Full => SamplerConfig::full(),
+        }
+    }
+}
+
+/// Receives the records a scenario emits (the cli writes them to the results file).
+pub trait Emit: Sync {
+    /// Takes one record; an error stops the scenario.
+    fn emit(&self, record: &Record) -> Result<(), ScenarioError>;
+}
+
+/// Shows progress of long work. Implementations must be cheap and must not fail.
+pub trait Progress: Sync {
+    /// A new phase with `total` steps begins.
+    fn begin(&self, label: &str, total: u64);
+    /// `n` more steps are done.
+    fn advance(&self, n: u64);
+}
+
+/// Progress that shows nothing (tests, `--quiet`).
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn begin(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+}
+
+/// The handle a scenario runs with.
+pub struct Context<'a> {
+    /// The run's options.
+    pub options: &'a RunOptions,
+    emit: &'a dyn Emit,
+    progress: &'a dyn Progress,
+    cancel: &'a AtomicBool,
+}
+
+impl<'a> Context<'a> {
+    /// A context over the cli's sink, progress display and Ctrl-C flag.
+    pub fn new(
+        options: &'a RunOptions,
+        emit: &'a dyn Emit,
+        progress: &'a dyn Progress,
+        cancel: &'a AtomicBool,
+    ) -> Self {
+        Context {
+            options,
+            emit,
+            progress,
+            cancel,
+        }
+    }
+
+    /// The progress display.
+    pub fn progress(&self) -> &dyn Progress {
+        self.progress
+    }
+
+    /// `Err(Cancelled)` once the user has asked to stop; call between units of work.
+    pub fn check_cancel(&self) -> Result<(), ScenarioError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(ScenarioError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Emits a record.
+    pub fn emit(
+        &self,
+        scenario: &str,
+        backend: &str,
+        params: Params,
+        body: Body,
+    ) -> Result<(), ScenarioError> {
+        self.emit
+            .emit(&Record::new(scenario, backend, params, body))
+    }
+
+    /// Emits the measurement made of `samples` and returns its median, in ns.
+    pub fn emit_samples(
+        &self,
+        scenario: &str,
+        backend: &str,
+        params: Params,
+        name: &str,
+        samples: Samples,
+        bytes_per_op: Option<u64>,
+    ) -> Result<f64, ScenarioError> {
+        let m = samples.into_measurement(name, bytes_per_op)?;
+        let median = m.summary.median_ns;
+        self.emit(scenario, backend, params, Body::Measurement(m))?;
+        Ok(median)
+    }
+}

@@ -1,0 +1,113 @@
+//! ccbench's experiments: one module each, their presets, and the registry the cli resolves
+//! names against. A scenario wires the engines (`enclave`, `garble`) to the harness
+//! (`measure`) and emits records through its [`Context`]; it never parses a command line and
+//! never prints.
+
+pub mod context;
+pub mod crypto;
+
+pub use context::{Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection};
+
+/// Why a scenario stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The user asked to stop (Ctrl-C); records emitted so far are kept.
+    #[error("cancelled")]
+    Cancelled,
+    /// A record could not be written.
+    #[error("writing results: {0}")]
+    Records(#[from] measure::jsonl::JsonlError),
+    /// Statistics over a measurement failed (no samples, a non-finite value).
+    #[error("statistics: {0}")]
+    Stats(#[from] measure::stats::StatsError),
+    /// An option value the scenario cannot use.
+    #[error("invalid option: {0}")]
+    Option(String),
+    /// A step of the workload failed.
+    #[error("{step}: {message}")]
+    Step {
+        /// The step that failed.
+        step: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl ScenarioError {
+    /// A failed workload step.
+    pub fn step(step: impl Into<String>, message: impl std::fmt::Display) -> Self {
+        ScenarioError::Step {
+            step: step.into(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// An experiment ccbench can run.
+pub trait Scenario: Sync {
+    /// The name used on the command line and in records.
+    fn name(&self) -> &'static str;
+    /// One line for `ccbench list`.
+    fn description(&self) -> &'static str;
+    /// Runs the experiment, emitting records through the context.
+    fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError>;
+}
+
+/// Every scenario, in the order `all` runs them.
+pub fn registry() -> &'static [&'static dyn Scenario] {
+    &[&crypto::Crypto]
+}
+
+/// Looks a scenario up by name.
+pub fn find(name: &str) -> Option<&'static dyn Scenario> {
+    registry().iter().copied().find(|s| s.name() == name)
+}
+
+/// A scenario name that is not in the registry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scenario {name:?}; known scenarios: {}", known.join(", "))]
+pub struct UnknownScenario {
+    /// The name given.
+    pub name: String,
+    /// Every known name.
+    pub known: Vec<&'static str>,
+}
+
+/// Resolves names (or `all`) to scenarios, in the order given, without duplicates.
+pub fn resolve(names: &[String]) -> Result<Vec<&'static dyn Scenario>, UnknownScenario> {
+    let mut out: Vec<&'static dyn Scenario> = Vec::new();
+    for name in names {
+        let found: Vec<&'static dyn Scenario> = if name == "all" {
+            registry().to_vec()
+        } else {
+            vec![find(name).ok_or_else(|| UnknownScenario {
+                name: name.clone(),
+                known: registry().iter().map(|s| s.name()).collect(),
+            })?]
+        };
+        for s in found {
+            if !out.iter().any(|o| o.name() == s.name()) {
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_names_and_all() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let r = resolve(&names(&["crypto", "crypto"])).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(resolve(&names(&["all"])).unwrap().len(), registry().len());
+        let Err(err) = resolve(&names(&["crypto", "nope"])) else {
+            panic!("an unknown name resolved")
+        };
+        assert_eq!(err.name, "nope");
+        assert!(err.to_string().contains("known scenarios: crypto"));
+    }
+}
