@@ -102,7 +102,9 @@ fn parse_positive(s: &str, what: &str) -> Result<f64, String> {
 fn parse_seconds(s: &str) -> Result<f64, String> {
     let v = parse_positive(s, "the duration")?;
     if v > 86_400.0 {
-        return Err(format!("the duration is in seconds, at most one day; got {s}"));
+        return Err(format!(
+            "the duration is in seconds, at most one day; got {s}"
+        ));
     }
     Ok(v)
 }
@@ -130,7 +132,14 @@ mod tests {
     #[test]
     fn parses_a_run() {
         let cli = Cli::try_parse_from([
-            "ccbench", "run", "crypto", "--quick", "--threads", "1,2,4", "--scaling", "weak",
+            "ccbench",
+            "run",
+            "crypto",
+            "--quick",
+            "--threads",
+            "1,2,4",
+            "--scaling",
+            "weak",
         ])
         .unwrap();
         let Command::Run(r) = cli.command else {

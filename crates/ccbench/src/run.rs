@@ -115,7 +115,9 @@ fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
         if !bar_quiet {
-            eprintln!("\ninterrupted: finishing the current measurement (Ctrl-C again to quit now)");
+            eprintln!(
+                "\ninterrupted: finishing the current measurement (Ctrl-C again to quit now)"
+            );
         }
     });
     if let Err(e) = handler {
@@ -155,7 +157,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let bar = Bar::new(args.quiet);
 
     let env = capture_env();
-    sink.emit(&Record::new("run", "host", measure::params! {}, Body::Env(env)))?;
+    sink.emit(&Record::new(
+        "run",
+        "host",
+        measure::params! {},
+        Body::Env(env),
+    ))?;
 
     let mut failed = Vec::new();
     let mut interrupted = false;
@@ -192,7 +199,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     if !failed.is_empty() {
-        anyhow::bail!("{} scenario(s) failed:\n  {}", failed.len(), failed.join("\n  "));
+        anyhow::bail!(
+            "{} scenario(s) failed:\n  {}",
+            failed.len(),
+            failed.join("\n  ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

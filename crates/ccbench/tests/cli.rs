@@ -62,7 +62,10 @@ fn unknown_scenario_is_a_usage_error_listing_known_ones() {
     let o = run(&["run", "nope", "--out", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("unknown scenario \"nope\"") && err.contains("crypto"), "{err}");
+    assert!(
+        err.contains("unknown scenario \"nope\"") && err.contains("crypto"),
+        "{err}"
+    );
     assert!(!out.exists(), "nothing is created for a usage error");
 }
 
@@ -82,7 +85,14 @@ fn invalid_option_values_exit_2() {
 fn run_crypto_quick_writes_results_report_and_plots() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let o = run(&["run", "crypto", "--quick", "--quiet", "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "run",
+        "crypto",
+        "--quick",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let kinds = validate_file(&out.join("results.jsonl"));
     assert_eq!(kinds[0], "env");
@@ -109,7 +119,12 @@ fn run_crypto_quick_writes_results_report_and_plots() {
 
     // Comparing a run with itself finds no change.
     let r = out.join("results.jsonl");
-    let o = run(&["compare", r.to_str().unwrap(), r.to_str().unwrap(), "--fail-on-regression"]);
+    let o = run(&[
+        "compare",
+        r.to_str().unwrap(),
+        r.to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -119,7 +134,12 @@ fn malformed_results_name_file_and_line_and_write_nothing() {
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"schema\":\"ccbench.v1\"}\n").unwrap();
     let out = dir.path().join("out");
-    let o = run(&["report", bad.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "report",
+        bad.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains(&format!("{}:1:", bad.display())), "{err}");
@@ -135,7 +155,7 @@ fn malformed_results_name_file_and_line_and_write_nothing() {
 fn ctrl_c_keeps_a_valid_results_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("int");
-    let mut child = ccbench()
+    let child = ccbench()
         .args(["run", "crypto", "--quiet", "--out", out.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -145,14 +165,26 @@ fn ctrl_c_keeps_a_valid_results_file() {
     let results = out.join("results.jsonl");
     let start = Instant::now();
     while std::fs::read_to_string(&results).map_or(0, |t| t.lines().count()) < 2 {
-        assert!(start.elapsed() < Duration::from_secs(60), "no measurement after 60 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no measurement after 60 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let kinds = validate_file(&results);
     assert!(kinds.len() >= 2 && kinds.len() < 25, "{kinds:?}");
-    assert!(out.join("report.html").exists(), "the partial run is still reported");
+    assert!(
+        out.join("report.html").exists(),
+        "the partial run is still reported"
+    );
 }
