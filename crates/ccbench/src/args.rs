@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use scenarios::TransitionModel;
 
 /// ccbench: what does confidentiality cost? Runs workloads natively and behind a trust
 /// boundary (an emulated enclave, a garbled-circuit protocol) and reports the difference.
@@ -52,6 +53,11 @@ pub struct RunArgs {
     /// Seconds per fixed-duration pass, for scenarios that use them (e.g. 0.5).
     #[arg(long, value_parser = parse_seconds)]
     pub duration: Option<f64>,
+    /// Add SGX-sized transition costs to every enclave crossing: a number of cycles per
+    /// transition, or a preset (hotcalls-ecall-warm, hotcalls-ecall-cold, hotcalls-ocall-warm,
+    /// hotcalls-ocall-cold, sgxbox-ecall). Records made under it carry its name.
+    #[arg(long, value_name = "CYCLES|PRESET", value_parser = parse_model)]
+    pub transition_cycles: Option<TransitionModel>,
     /// Output folder [default: results/<UTC timestamp>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -87,6 +93,10 @@ pub struct CompareArgs {
     /// Print markdown instead of a terminal table.
     #[arg(long)]
     pub markdown: bool,
+}
+
+fn parse_model(s: &str) -> Result<TransitionModel, String> {
+    TransitionModel::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_positive(s: &str, what: &str) -> Result<f64, String> {

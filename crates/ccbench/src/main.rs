@@ -42,6 +42,8 @@ impl std::fmt::Display for Exit {
 impl std::error::Error for Exit {}
 
 fn main() -> ExitCode {
+    // The sandbox backend re-executes this binary as the enclave: become it if asked.
+    scenarios::run_if_enclave();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::List => run::list(),

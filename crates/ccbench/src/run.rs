@@ -148,6 +148,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         },
         duration: args.duration.map(Duration::from_secs_f64),
         out_dir: out_dir.clone(),
+        transition_model: args.transition_cycles.clone(),
+        sampler: None,
+        platform_key_dir: None,
     };
     let sink = Sink {
         file: RecordSink::create(&results)?,

@@ -64,6 +64,19 @@ pub struct Samples {
 }
 
 impl Samples {
+    /// The same samples per operation, when one iteration performs `ops` operations (an
+    /// ecall that makes 100 ocalls, a batch of 64 adds): times and overhead are divided,
+    /// iterations multiplied.
+    pub fn per_op(self, ops: u64) -> Samples {
+        let n = ops.max(1);
+        let k = n as f64;
+        Samples {
+            iters_per_sample: self.iters_per_sample.saturating_mul(n),
+            per_iter_ns: self.per_iter_ns.into_iter().map(|x| x / k).collect(),
+            overhead_ns: self.overhead_ns / k,
+        }
+    }
+
     /// Turns the samples into a measurement record body. `bytes_per_op` adds a byte rate.
     pub fn into_measurement(
         self,
@@ -176,6 +189,19 @@ mod tests {
             max_time: Duration::from_millis(200),
             min_samples: 3,
         }
+    }
+
+    #[test]
+    fn per_op_divides_times_and_multiplies_iterations() {
+        let s = Samples {
+            iters_per_sample: 3,
+            per_iter_ns: vec![100.0, 250.0],
+            overhead_ns: 1.0,
+        }
+        .per_op(50);
+        assert_eq!(s.iters_per_sample, 150);
+        assert_eq!(s.per_iter_ns, vec![2.0, 5.0]);
+        assert_eq!(s.overhead_ns, 0.02);
     }
 
     #[test]

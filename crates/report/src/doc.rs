@@ -730,15 +730,28 @@ fn histogram_chart(scenario: &str, backend: &str, r: &Record, h: &Histogram) -> 
     }))
 }
 
+/// A table cell: floats to four significant digits (tables are read, not parsed; the raw
+/// value stays in the results file).
 fn value_cell(v: &Value) -> String {
-    v.to_string()
+    match v {
+        Value::Float(x) if x.is_finite() && *x != 0.0 => {
+            let decimals = (3 - x.abs().log10().floor() as i64).clamp(0, 6) as usize;
+            let s = format!("{x:.decimals$}");
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_owned()
+            } else {
+                s
+            }
+        }
+        other => other.to_string(),
+    }
 }
 
 fn table_record_section(b: &mut Builder<'_>, t: &TableRecord) {
     b.blocks.push(Block::Heading(4, t.title.clone()));
     if let Some(src) = &t.source {
         b.blocks.push(Block::Text(format!(
-            "Published figures, not measured by ccbench. Source: {src}"
+            "Figures marked as published were not measured by ccbench. Source: {src}"
         )));
     }
     let numeric: Vec<usize> = (0..t.columns.len())
@@ -1071,6 +1084,20 @@ pub(crate) fn to_html(doc: &Doc, svgs: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_cells_show_four_significant_digits() {
+        let f = |x: f64| value_cell(&Value::Float(x));
+        assert_eq!(f(679.2272894150814), "679.2");
+        assert_eq!(f(1526.1037), "1526");
+        assert_eq!(f(0.398), "0.398");
+        assert_eq!(f(0.02700001), "0.027");
+        assert_eq!(f(2.5), "2.5");
+        assert_eq!(f(-12.3456), "-12.35");
+        assert_eq!(f(0.0), "0");
+        assert_eq!(value_cell(&Value::Int(1_000_000)), "1000000");
+        assert_eq!(value_cell(&Value::from("2-5")), "2-5");
+    }
 
     #[test]
     fn slugs() {

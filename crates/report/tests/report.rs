@@ -127,7 +127,7 @@ fn every_kind_renders() {
         "| overhead (measured − minimum)",
         "#### Latency histograms",
         "#### SGX transition costs",
-        "Published figures, not measured by ccbench. Source: Weisse et al., ISCA 2017",
+        "Figures marked as published were not measured by ccbench. Source: Weisse et al., ISCA 2017",
         "Note: warm caches",
         "![crypto: throughput, weak scaling](plots/crypto-weak-throughput.svg)",
         "(plots/crypto-strong-efficiency.svg)",

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use enclave::TransitionModel;
 use measure::record::{Body, Params, Record, ScalingMode};
 use measure::sampler::{SamplerConfig, Samples};
 
@@ -54,6 +55,14 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// The run's output folder (scenarios may write artefacts there, e.g. generated inputs).
     pub out_dir: PathBuf,
+    /// The transition-cost model applied to every enclave (off by default); records made
+    /// under it carry its name in `params.transition_model`.
+    pub transition_model: Option<TransitionModel>,
+    /// Overrides the preset's sampler (tests, custom tools).
+    pub sampler: Option<SamplerConfig>,
+    /// Where sealing keeps the platform root key (default: `$CCBENCH_PLATFORM_KEY_DIR`, else
+    /// the user's data directory; created with mode 0600 on first use).
+    pub platform_key_dir: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -65,11 +74,17 @@ impl RunOptions {
             scaling: ScalingSelection::Both,
             duration: None,
             out_dir,
+            transition_model: None,
+            sampler: None,
+            platform_key_dir: None,
         }
     }
 
     /// The sampler configuration of the preset.
     pub fn sampler(&self) -> SamplerConfig {
+        if let Some(s) = &self.sampler {
+            return s.clone();
+        }
         match self.preset {
             Preset::Quick => SamplerConfig::quick(),
             Preset::Full => SamplerConfig::full(),

@@ -3,10 +3,15 @@
 //! (`measure`) and emits records through its [`Context`]; it never parses a command line and
 //! never prints.
 
+pub mod boundary;
 pub mod context;
 pub mod crypto;
+pub mod sealing;
+pub mod transitions;
 
 pub use context::{Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection};
+/// The transition-cost model the enclave scenarios accept (`--transition-cycles`).
+pub use enclave::TransitionModel;
 
 /// Why a scenario stopped.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +60,25 @@ pub trait Scenario: Sync {
 
 /// Every scenario, in the order `all` runs them.
 pub fn registry() -> &'static [&'static dyn Scenario] {
-    &[&crypto::Crypto]
+    &[
+        &crypto::Crypto,
+        &transitions::TransitionsScenario,
+        &sealing::SealingScenario,
+    ]
+}
+
+/// The enclave services of every scenario. The sandbox backend re-executes the running
+/// binary as the enclave, which looks its service up here.
+pub fn enclave_services() -> enclave::Registry {
+    let r = enclave::Registry::new();
+    let r = transitions::register(r);
+    sealing::register(r)
+}
+
+/// Becomes the enclave and never returns when this process was started as one; returns at
+/// once otherwise. A binary that runs enclave scenarios calls this first thing in `main`.
+pub fn run_if_enclave() {
+    enclave::child::run_if_enclave(&enclave_services());
 }
 
 /// Looks a scenario up by name.
@@ -108,6 +131,9 @@ mod tests {
             panic!("an unknown name resolved")
         };
         assert_eq!(err.name, "nope");
-        assert!(err.to_string().contains("known scenarios: crypto"));
+        assert!(
+            err.to_string()
+                .contains("known scenarios: crypto, transitions")
+        );
     }
 }

@@ -1,0 +1,454 @@
+//! Scenario `transitions`: what one crossing of the boundary costs (SGXBox, Applied Sciences
+//! 2021, Table 1). Empty ecall, empty ocall, an ocall that reads 1 KiB from a file, and
+//! payload sweeps in, out and both ways, each on the `native` backend (a direct call), the
+//! `sandbox` (a separate process behind shared memory) and the sandbox with switchless
+//! workers (1 and 2), with switchless hits and misses counted. The published SGX figures are
+//! shown beside ours, labelled as theirs.
+
+use std::sync::Arc;
+
+use enclave::ocall::builtin;
+use enclave::{Backend, Ctx, Direction, Registry, Service, ServiceError};
+use measure::record::{Body, Check, Table, Value, Verdict};
+use measure::sampler::{Samples, try_sample};
+
+use crate::boundary::{self, Config, call_failed};
+use crate::{Context, Preset, Scenario, ScenarioError};
+
+const NAME: &str = "transitions";
+/// The enclave service's name.
+pub const SERVICE: &str = "ccbench.transitions";
+
+/// Ecall ids of the service.
+mod id {
+    /// Returns nothing.
+    pub const EMPTY: u32 = 0;
+    /// Copies the input in and ignores it.
+    pub const IN: u32 = 1;
+    /// Input: a little-endian u64 `n`; returns `n` bytes.
+    pub const OUT: u32 = 2;
+    /// Returns its input.
+    pub const INOUT: u32 = 3;
+    /// Input: a little-endian u32 `k`; makes `k` empty ocalls.
+    pub const OCALLS: u32 = 4;
+    /// Input: a little-endian u32 `k`, then a path; reads the file `k` times by ocall.
+    pub const READS: u32 = 5;
+}
+
+/// Ocalls made per measured ecall in the ocall measurements: the ecall that carries them
+/// costs 1/`OCALLS_PER_ECALL` of itself per ocall.
+pub const OCALLS_PER_ECALL: u32 = 100;
+
+/// Size of the file the read ocall reads.
+pub const READ_SIZE: usize = 1024;
+
+/// The service behind the boundary.
+struct Transitions;
+
+fn le_u32(input: &[u8]) -> Result<(u32, &[u8]), ServiceError> {
+    let (k, rest) = input
+        .split_first_chunk::<4>()
+        .ok_or("input shorter than its 4-byte count")?;
+    Ok((u32::from_le_bytes(*k), rest))
+}
+
+impl Service for Transitions {
+    fn ecall(
+        &self,
+        call_id: u32,
+        input: &[u8],
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Vec<u8>, ServiceError> {
+        match call_id {
+            id::EMPTY => Ok(Vec::new()),
+            id::IN => Ok(Vec::new()),
+            id::OUT => {
+                let n = input
+                    .first_chunk::<8>()
+                    .map(|b| u64::from_le_bytes(*b))
+                    .ok_or("input is not an 8-byte length")?;
+                let n = usize::try_from(n).map_err(|_| "length too large")?;
+                Ok(vec![0x5a; n])
+            }
+            id::INOUT => Ok(input.to_vec()),
+            id::OCALLS => {
+                let (k, _) = le_u32(input)?;
+                for _ in 0..k {
+                    ctx.noop()?;
+                }
+                Ok(Vec::new())
+            }
+            id::READS => {
+                let (k, path) = le_u32(input)?;
+                let path = std::str::from_utf8(path).map_err(|_| "path is not UTF-8")?;
+                let mut total = 0u64;
+                for _ in 0..k {
+                    total += ctx.read_file(path)?.len() as u64;
+                }
+                Ok(total.to_le_bytes().to_vec())
+            }
+            other => Err(ServiceError::UnknownCall(other)),
+        }
+    }
+}
+
+/// Registers the service.
+pub fn register(r: Registry) -> Registry {
+    r.with(SERVICE, |_| Ok(Arc::new(Transitions)))
+}
+
+fn call_name(d: Direction, call: u32) -> String {
+    match (d, call) {
+        (Direction::Ecall, id::EMPTY) => "empty".into(),
+        (Direction::Ecall, id::IN) => "in".into(),
+        (Direction::Ecall, id::OUT) => "out".into(),
+        (Direction::Ecall, id::INOUT) => "in/out".into(),
+        (Direction::Ecall, id::OCALLS) => "ocall loop".into(),
+        (Direction::Ecall, id::READS) => "read loop".into(),
+        (Direction::Ocall, builtin::NOOP) => "empty".into(),
+        (Direction::Ocall, builtin::READ_FILE) => "read file".into(),
+        (_, other) => other.to_string(),
+    }
+}
+
+/// Payload sizes of the sweeps, in bytes.
+pub fn payload_sizes(preset: Preset) -> &'static [usize] {
+    match preset {
+        Preset::Quick => &[0, 1024, 64 << 10, 1 << 20],
+        Preset::Full => &[
+            0,
+            64,
+            256,
+            1024,
+            4096,
+            16 << 10,
+            64 << 10,
+            256 << 10,
+            1 << 20,
+        ],
+    }
+}
+
+/// The configurations measured, in order.
+pub fn configs() -> Vec<Config> {
+    vec![
+        Config::regular(Backend::Native),
+        Config::regular(Backend::Sandbox),
+        Config::switchless(1),
+        Config::switchless(2),
+    ]
+}
+
+/// The `transitions` scenario.
+pub struct TransitionsScenario;
+
+/// Medians of the three headline calls of one configuration, in ns.
+struct Headline {
+    config: Config,
+    ecall: f64,
+    ocall: f64,
+    read: f64,
+}
+
+impl TransitionsScenario {
+    fn measure(
+        &self,
+        ctx: &Context<'_>,
+        config: &Config,
+        read_path: &str,
+    ) -> Result<Headline, ScenarioError> {
+        let registry = register(Registry::new());
+        let builder = config.builder(
+            ctx,
+            SERVICE,
+            &[id::EMPTY, id::IN, id::OUT, id::INOUT],
+            &[builtin::NOOP, builtin::READ_FILE],
+        );
+        let e = boundary::start(builder, &registry)?;
+        let cfg = ctx.options.sampler();
+        let emit = |name: &str, extra: &[(&str, Value)], s: Samples, bytes: Option<u64>| {
+            let mut p = config.params(ctx);
+            for (k, v) in extra {
+                p.insert((*k).to_owned(), v.clone());
+            }
+            let m = ctx.emit_samples(NAME, config.label(), p, name, s, bytes)?;
+            ctx.progress().advance(1);
+            Ok::<f64, ScenarioError>(m)
+        };
+
+        ctx.check_cancel()?;
+        let s = try_sample(&cfg, || e.ecall(id::EMPTY, &[])).map_err(call_failed("empty ecall"))?;
+        let ecall = emit("ecall-empty", &[], s, None)?;
+
+        ctx.check_cancel()?;
+        let k = OCALLS_PER_ECALL.to_le_bytes();
+        let s = try_sample(&cfg, || e.ecall(id::OCALLS, &k)).map_err(call_failed("empty ocall"))?;
+        let ocall = emit(
+            "ocall-empty",
+            &[],
+            s.per_op(u64::from(OCALLS_PER_ECALL)),
+            None,
+        )?;
+
+        ctx.check_cancel()?;
+        let mut input = OCALLS_PER_ECALL.to_le_bytes().to_vec();
+        input.extend_from_slice(read_path.as_bytes());
+        let want = (u64::from(OCALLS_PER_ECALL) * READ_SIZE as u64).to_le_bytes();
+        let s = try_sample(&cfg, || {
+            let out = e.ecall(id::READS, &input)?;
+            if out != want {
+                return Err(enclave::Error::Config(format!(
+                    "the read ocalls returned {out:?} bytes in total, not {want:?}"
+                )));
+            }
+            Ok(out)
+        })
+        .map_err(call_failed("read ocall"))?;
+        let read = emit(
+            "ocall-read",
+            &[("size_bytes", Value::from(READ_SIZE))],
+            s.per_op(u64::from(OCALLS_PER_ECALL)),
+            Some(READ_SIZE as u64),
+        )?;
+
+        for &size in payload_sizes(ctx.options.preset) {
+            let size_p = [("size_bytes", Value::from(size))];
+            ctx.check_cancel()?;
+            let buf = vec![0xa5u8; size];
+            let s = try_sample(&cfg, || e.ecall(id::IN, &buf)).map_err(call_failed("ecall in"))?;
+            emit("ecall-in", &size_p, s, Some(size as u64))?;
+
+            ctx.check_cancel()?;
+            let n = (size as u64).to_le_bytes();
+            let s = try_sample(&cfg, || {
+                let out = e.ecall(id::OUT, &n)?;
+                check_len(&out, size)
+            })
+            .map_err(call_failed("ecall out"))?;
+            emit("ecall-out", &size_p, s, Some(size as u64))?;
+
+            ctx.check_cancel()?;
+            let s = try_sample(&cfg, || {
+                let out = e.ecall(id::INOUT, &buf)?;
+                check_len(&out, size)
+            })
+            .map_err(call_failed("ecall in/out"))?;
+            // Payload both ways: `size` in and `size` out.
+            emit("ecall-inout", &size_p, s, Some(2 * size as u64))?;
+        }
+
+        let trace = e.trace();
+        boundary::emit_trace(ctx, NAME, config, &trace, &call_name)?;
+        if config.backend == Backend::Sandbox && config.workers == 0 {
+            boundary::emit_advice(ctx, NAME, config, &trace, None, &call_name)?;
+        }
+        if config.workers > 0 {
+            self.check_hits(ctx, config, &trace)?;
+        }
+        Ok(Headline {
+            config: config.clone(),
+            ecall,
+            ocall,
+            read,
+        })
+    }
+
+    /// Switchless calls that miss were measured as regular calls: say how many did.
+    fn check_hits(
+        &self,
+        ctx: &Context<'_>,
+        config: &Config,
+        trace: &enclave::TraceSnapshot,
+    ) -> Result<(), ScenarioError> {
+        let (hits, misses) = trace.calls.iter().fold((0u64, 0u64), |(h, m), c| {
+            (h + c.switchless_hits, m + c.switchless_misses)
+        });
+        let rate = if hits + misses == 0 {
+            0.0
+        } else {
+            misses as f64 / (hits + misses) as f64
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let verdict = if hits == 0 || rate > 0.05 {
+            Verdict::Warn
+        } else {
+            Verdict::Pass
+        };
+        let mut message = format!(
+            "{hits} hits, {misses} misses ({:.2}% fell back to regular calls)",
+            rate * 100.0
+        );
+        if config.workers + 1 > cores {
+            message.push_str(&format!(
+                "; {} workers and the caller share {cores} cores",
+                config.workers
+            ));
+        }
+        ctx.emit(
+            NAME,
+            config.label(),
+            config.params(ctx),
+            Body::Check(Check {
+                name: "switchless-hits".into(),
+                verdict,
+                message,
+            }),
+        )
+    }
+}
+
+fn check_len(out: &[u8], want: usize) -> Result<usize, enclave::Error> {
+    if out.len() == want {
+        Ok(out.len())
+    } else {
+        Err(enclave::Error::Config(format!(
+            "the enclave returned {} bytes, not {want}",
+            out.len()
+        )))
+    }
+}
+
+fn us(ns: f64) -> Value {
+    Value::from(ns.round() / 1000.0)
+}
+
+/// SGXBox's Table 1 with our medians beside it, in µs.
+fn table(headlines: &[Headline]) -> Table {
+    // SGXBox (Applied Sciences 11, 2021), Table 1, on SGX hardware: switchless calls, 1 M
+    // calls each; a regular SGX ecall costs 2-5 µs.
+    let theirs: [(&str, &str, &str); 3] = [
+        ("empty ecall", "2-5", "0.90-1.05"),
+        ("empty ocall", "-", "0.60-0.83"),
+        ("ocall reading 1 KiB", "-", "4.9-8.9"),
+    ];
+    let mut columns = vec![
+        "call".to_owned(),
+        "SGX regular (published)".to_owned(),
+        "SGX switchless (published)".to_owned(),
+    ];
+    columns.extend(
+        headlines
+            .iter()
+            .map(|h| format!("{} (ours)", h.config.title())),
+    );
+    let rows = theirs
+        .iter()
+        .enumerate()
+        .map(|(i, (call, regular, switchless))| {
+            let mut row = vec![
+                Value::from(*call),
+                Value::from(*regular),
+                Value::from(*switchless),
+            ];
+            row.extend(headlines.iter().map(|h| us([h.ecall, h.ocall, h.read][i])));
+            row
+        })
+        .collect();
+    Table {
+        name: "sgxbox-table-1".into(),
+        title: "Boundary crossings, µs per call (medians)".into(),
+        columns,
+        rows,
+        source: Some(
+            "Published columns: SGXBox, Applied Sciences 11 (2021), Table 1, measured on SGX \
+             hardware; ours: this run"
+                .into(),
+        ),
+        notes: vec![format!(
+            "Ocall figures are per ocall, {OCALLS_PER_ECALL} ocalls per measured ecall. The \
+             sandbox is a process boundary on this machine, not SGX; add \
+             --transition-cycles to model SGX's transition cost."
+        )],
+    }
+}
+
+impl Scenario for TransitionsScenario {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "cost of one boundary crossing: empty ecall/ocall, 1 KiB read ocall, payload sweeps; native, sandbox, switchless"
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
+        let configs = configs();
+        let per_config = 3 + 3 * payload_sizes(ctx.options.preset).len();
+        ctx.progress()
+            .begin(NAME, (configs.len() * per_config) as u64);
+        let dir = tempfile::tempdir()
+            .map_err(|e| ScenarioError::step("creating the file the read ocall reads", e))?;
+        let path = dir.path().join("1k.bin");
+        std::fs::write(&path, [0x42u8; READ_SIZE])
+            .map_err(|e| ScenarioError::step("writing the file the read ocall reads", e))?;
+        let path = path
+            .to_str()
+            .ok_or_else(|| ScenarioError::step("temporary path", "not UTF-8"))?
+            .to_owned();
+        let mut headlines = Vec::new();
+        for config in &configs {
+            headlines.push(self.measure(ctx, config, &path)?);
+        }
+        let params = match &ctx.options.transition_model {
+            Some(m) => measure::params! {"transition_model" => m.name()},
+            None => measure::params! {},
+        };
+        ctx.emit(NAME, "all", params, Body::Table(table(&headlines)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use enclave::Enclave;
+
+    #[test]
+    fn service_answers_every_call_natively() {
+        let e = Enclave::builder(SERVICE)
+            .backend(Backend::Native)
+            .start(&register(Registry::new()))
+            .unwrap();
+        assert_eq!(e.ecall(id::EMPTY, b"x").unwrap(), b"");
+        assert_eq!(e.ecall(id::IN, &[1; 100]).unwrap(), b"");
+        assert_eq!(e.ecall(id::OUT, &5u64.to_le_bytes()).unwrap(), [0x5a; 5]);
+        assert_eq!(e.ecall(id::INOUT, b"abc").unwrap(), b"abc");
+        assert_eq!(e.ecall(id::OCALLS, &3u32.to_le_bytes()).unwrap(), b"");
+        let t = e.trace();
+        assert_eq!(t.get(Direction::Ocall, builtin::NOOP).unwrap().count, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, [0u8; READ_SIZE]).unwrap();
+        let mut input = 2u32.to_le_bytes().to_vec();
+        input.extend_from_slice(path.to_str().unwrap().as_bytes());
+        assert_eq!(
+            e.ecall(id::READS, &input).unwrap(),
+            (2 * READ_SIZE as u64).to_le_bytes()
+        );
+        assert!(e.ecall(id::OUT, b"short").is_err());
+        assert!(e.ecall(id::OCALLS, b"").is_err());
+        assert!(matches!(
+            e.ecall(77, b""),
+            Err(enclave::Error::UnknownCall(77))
+        ));
+    }
+
+    #[test]
+    fn table_puts_ours_beside_theirs() {
+        let h = |c: Config| Headline {
+            config: c,
+            ecall: 400.0,
+            ocall: 750.0,
+            read: 5_000.0,
+        };
+        let t = table(&[
+            h(Config::regular(Backend::Sandbox)),
+            h(Config::switchless(1)),
+        ]);
+        assert_eq!(t.columns.len(), 5);
+        assert_eq!(t.rows.len(), 3);
+        assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
+        assert_eq!(t.rows[0][3], Value::Float(0.4));
+        assert_eq!(t.rows[2][4], Value::Float(5.0));
+        assert!(t.source.as_deref().unwrap().contains("SGXBox"));
+    }
+}

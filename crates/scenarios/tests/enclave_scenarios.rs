@@ -1,0 +1,196 @@
+//! The enclave scenarios (`transitions`, `sealing`) run end to end on every backend, with a
+//! tiny sampler, and every record they emit validates against the schema.
+//!
+//! The sandbox backend re-executes this test binary as the enclave, so it has its own `main`
+//! (`harness = false`) that becomes the enclave when asked.
+
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use measure::record::{Body, Record, Value};
+use measure::sampler::SamplerConfig;
+use scenarios::{Context, Emit, NoProgress, RunOptions, ScenarioError, TransitionModel};
+
+struct Collect(Mutex<Vec<Record>>);
+
+impl Emit for Collect {
+    fn emit(&self, record: &Record) -> Result<(), ScenarioError> {
+        self.0.lock().unwrap().push(record.clone());
+        Ok(())
+    }
+}
+
+fn options(dir: &std::path::Path) -> RunOptions {
+    let mut o = RunOptions::quick(dir.to_path_buf());
+    // The platform key goes into the test's directory, not the user's data directory.
+    o.platform_key_dir = Some(dir.join("keys"));
+    o.sampler = Some(SamplerConfig {
+        warmup: Duration::from_millis(2),
+        samples: 5,
+        sample_time: Duration::from_micros(500),
+        max_time: Duration::from_millis(50),
+        min_samples: 3,
+    });
+    o
+}
+
+fn run(name: &str, opts: &RunOptions) -> Vec<Record> {
+    let sink = Collect(Mutex::new(Vec::new()));
+    let cancel = AtomicBool::new(false);
+    let ctx = Context::new(opts, &sink, &NoProgress, &cancel);
+    scenarios::find(name).unwrap().run(&ctx).unwrap();
+    let records = sink.0.into_inner().unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../docs/results.schema.json")).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    for r in &records {
+        let json: serde_json::Value =
+            serde_json::from_str(&measure::jsonl::to_line(r).unwrap()).unwrap();
+        assert!(v.is_valid(&json), "{json}");
+    }
+    records
+}
+
+fn measurement<'a>(records: &'a [Record], backend: &str, name: &str) -> Vec<&'a Record> {
+    records
+        .iter()
+        .filter(|r| r.backend == backend && r.name() == Some(name) && r.kind() == "measurement")
+        .collect()
+}
+
+fn transitions_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = run("transitions", &options(dir.path()));
+    let sizes = scenarios::transitions::payload_sizes(scenarios::Preset::Quick).len();
+    for backend in ["native", "sandbox", "sandbox-switchless"] {
+        let configs = if backend == "sandbox-switchless" {
+            2
+        } else {
+            1
+        };
+        for name in ["ecall-empty", "ocall-empty", "ocall-read"] {
+            assert_eq!(
+                measurement(&records, backend, name).len(),
+                configs,
+                "{backend} {name}"
+            );
+        }
+        for name in ["ecall-in", "ecall-out", "ecall-inout"] {
+            assert_eq!(
+                measurement(&records, backend, name).len(),
+                configs * sizes,
+                "{backend} {name}"
+            );
+        }
+    }
+    // Switchless runs name their worker count; each configuration has a trace table.
+    let workers: Vec<&Value> = measurement(&records, "sandbox-switchless", "ecall-empty")
+        .iter()
+        .map(|r| &r.params["workers"])
+        .collect();
+    assert_eq!(workers, [&Value::Int(1), &Value::Int(2)]);
+    let traces = records
+        .iter()
+        .filter(|r| matches!(&r.body, Body::Table(t) if t.name == "trace"))
+        .count();
+    assert_eq!(traces, 4);
+    assert!(
+        records
+            .iter()
+            .any(|r| matches!(&r.body, Body::Table(t) if t.name == "advice"))
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| matches!(&r.body, Body::Histogram(_)))
+    );
+    // The switchless configurations served calls through their workers.
+    let hits = records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::Table(t) if t.name == "trace" && r.backend == "sandbox-switchless" => Some(t),
+            _ => None,
+        })
+        .flat_map(|t| t.rows.iter().map(|row| row[6].as_f64().unwrap()))
+        .sum::<f64>();
+    assert!(hits > 0.0, "no switchless hits");
+    // The published table sits beside ours: 3 rows, 3 + 4 columns.
+    let Some(Body::Table(t)) = records
+        .iter()
+        .find(|r| matches!(&r.body, Body::Table(t) if t.name == "sgxbox-table-1"))
+        .map(|r| &r.body)
+    else {
+        panic!("no SGXBox table")
+    };
+    assert_eq!((t.rows.len(), t.columns.len()), (3, 7));
+    // Payloads carry a byte rate: in/out counts both directions.
+    let inout = measurement(&records, "sandbox", "ecall-inout");
+    let big = inout
+        .iter()
+        .find(|r| r.params["size_bytes"] == Value::Int(1 << 20))
+        .unwrap();
+    let Body::Measurement(m) = &big.body else {
+        unreachable!()
+    };
+    assert_eq!(m.bytes_per_op, Some(2 << 20));
+}
+
+fn transition_model_is_named_in_every_enclave_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path());
+    opts.transition_model = Some(TransitionModel::parse("hotcalls-ecall-warm").unwrap());
+    let sink = Collect(Mutex::new(Vec::new()));
+    let cancel = AtomicBool::new(false);
+    let ctx = Context::new(&opts, &sink, &NoProgress, &cancel);
+    scenarios::find("sealing").unwrap().run(&ctx).unwrap();
+    let records = sink.0.into_inner().unwrap();
+    assert!(!records.is_empty());
+    for r in &records {
+        assert_eq!(
+            r.params.get("transition_model"),
+            Some(&Value::from("hotcalls-ecall-warm")),
+            "{r:?}"
+        );
+    }
+}
+
+fn sealing_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = run("sealing", &options(dir.path()));
+    let sizes = scenarios::sealing::sizes(scenarios::Preset::Quick).len();
+    for backend in ["native", "sandbox"] {
+        for name in ["seal", "unseal"] {
+            let m = measurement(&records, backend, name);
+            assert_eq!(m.len(), sizes, "{backend} {name}");
+            assert!(m.iter().all(|r| r.params.contains_key("size_bytes")));
+        }
+    }
+}
+
+fn main() {
+    scenarios::run_if_enclave();
+    let tests: [(&str, fn()); 3] = [
+        ("transitions_on_every_backend", transitions_on_every_backend),
+        ("sealing_on_both_backends", sealing_on_both_backends),
+        (
+            "transition_model_is_named_in_every_enclave_record",
+            transition_model_is_named_in_every_enclave_record,
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (name, f) in tests {
+        print!("test {name} ... ");
+        match std::panic::catch_unwind(f) {
+            Ok(()) => println!("ok"),
+            Err(_) => {
+                println!("FAILED");
+                failed.push(name);
+            }
+        }
+    }
+    println!("{} tests, {} failed {failed:?}", tests.len(), failed.len());
+    if !failed.is_empty() {
+        std::process::exit(1);
+    }
+}
