@@ -52,7 +52,9 @@ fn list_names_every_scenario() {
     let o = run(&["list"]);
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("crypto"), "{out}");
+    for name in ["crypto", "transitions", "sealing"] {
+        assert!(out.contains(name), "{out}");
+    }
 }
 
 #[test]
@@ -75,10 +77,54 @@ fn invalid_option_values_exit_2() {
         &["run", "crypto", "--threads", "0"][..],
         &["run", "crypto", "--duration", "-3"],
         &["run", "crypto", "--scaling", "sideways"],
+        &["run", "transitions", "--transition-cycles", "fast"],
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn an_unknown_transition_model_names_the_presets() {
+    let o = run(&["run", "transitions", "--transition-cycles", "sgx9000"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("hotcalls-ecall-warm"), "{err}");
+}
+
+#[test]
+fn sealing_runs_behind_the_sandbox_under_a_transition_model() {
+    // The sandbox re-executes the ccbench binary as the enclave.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = ccbench()
+        .env("CCBENCH_PLATFORM_KEY_DIR", dir.path().join("keys"))
+        .args([
+            "run",
+            "sealing",
+            "--quick",
+            "--quiet",
+            "--transition-cycles",
+            "1000",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    validate_file(&out.join("results.jsonl"));
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["scenario"] == "sealing")
+        .collect();
+    assert!(records.iter().any(|r| r["backend"] == "sandbox"));
+    for r in &records {
+        assert_eq!(r["params"]["transition_model"], "cycles-1000", "{r}");
+    }
+    let key = dir.path().join("keys");
+    assert!(key.is_dir(), "the platform key is created where asked");
 }
 
 #[test]
