@@ -43,7 +43,7 @@ impl std::error::Error for Exit {}
 
 fn main() -> ExitCode {
     // The sandbox backend re-executes this binary as the enclave: become it if asked.
-    scenarios::run_if_enclave();
+    scenarios::run_if_child();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::List => run::list(),

@@ -6,6 +6,7 @@
 pub mod boundary;
 pub mod context;
 pub mod crypto;
+pub mod gc2pc;
 pub mod sealing;
 pub mod transitions;
 
@@ -64,6 +65,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &crypto::Crypto,
         &transitions::TransitionsScenario,
         &sealing::SealingScenario,
+        &gc2pc::Gc2pc,
     ]
 }
 
@@ -75,10 +77,12 @@ pub fn enclave_services() -> enclave::Registry {
     sealing::register(r)
 }
 
-/// Becomes the enclave and never returns when this process was started as one; returns at
-/// once otherwise. A binary that runs enclave scenarios calls this first thing in `main`.
-pub fn run_if_enclave() {
+/// Becomes the enclave, or the evaluator party of a `gc-2pc` session, and never returns
+/// when this process was started as one; returns at once otherwise. A binary that runs
+/// scenarios calls this first thing in `main`: those scenarios re-execute it.
+pub fn run_if_child() {
     enclave::child::run_if_enclave(&enclave_services());
+    gc2pc::run_if_evaluator();
 }
 
 /// Looks a scenario up by name.

@@ -1,8 +1,9 @@
-//! The enclave scenarios (`transitions`, `sealing`) run end to end on every backend, with a
-//! tiny sampler, and every record they emit validates against the schema.
+//! Scenarios that start child processes: the enclave scenarios (`transitions`, `sealing`)
+//! run end to end on every backend with a tiny sampler, every record they emit validating
+//! against the schema; `gc-2pc`'s two-party sessions run between two processes.
 //!
-//! The sandbox backend re-executes this test binary as the enclave, so it has its own `main`
-//! (`harness = false`) that becomes the enclave when asked.
+//! The sandbox enclave and the 2PC evaluator re-execute this test binary, so it has its own
+//! `main` (`harness = false`) that becomes the child when asked.
 
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -168,9 +169,36 @@ fn sealing_on_both_backends() {
     }
 }
 
+fn aes_two_party_between_processes() {
+    let c = garble::library::by_name("aes128").unwrap();
+    // FIPS-197 appendix C.1: the garbler holds the key, the evaluator the plaintext.
+    let key: Vec<u8> = (0u8..16).collect();
+    let plain: Vec<u8> = (0u8..16).map(|i| i * 0x11).collect();
+    let r = scenarios::gc2pc::two_party("aes128", &c, &key, &plain, 1).unwrap();
+    assert_eq!(r.evaluations, 1);
+    assert_eq!(r.and_gates(), c.stats().and_gates());
+    // Bulk: 3 evaluations in one session, 32 bytes per AND while garbling.
+    let r = scenarios::gc2pc::two_party("aes128", &c, &key, &plain, 3).unwrap();
+    let garble = r.stage(garble::session::Stage::Garble);
+    assert_eq!(garble.bytes_sent, 32 * 3 * c.stats().and_gates());
+    // An evaluator that cannot run the circuit fails the session on both sides, quickly.
+    let start = std::time::Instant::now();
+    let err = scenarios::gc2pc::two_party("mul8", &c, &key, &plain, 1).unwrap_err();
+    assert!(err.to_string().contains("evaluator"), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
 fn main() {
-    scenarios::run_if_enclave();
-    let tests: [(&str, fn()); 3] = [
+    scenarios::run_if_child();
+    let tests: [(&str, fn()); 4] = [
+        (
+            "aes_two_party_between_processes",
+            aes_two_party_between_processes,
+        ),
         ("transitions_on_every_backend", transitions_on_every_backend),
         ("sealing_on_both_backends", sealing_on_both_backends),
         (
