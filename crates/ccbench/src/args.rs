@@ -27,6 +27,72 @@ pub enum Command {
     Compare(CompareArgs),
     /// Show the environment fingerprint recorded with every run.
     Env,
+    /// The garbled-circuit engine by hand: circuits, and one party of a 2PC session.
+    #[command(subcommand)]
+    Gc(GcCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GcCommand {
+    /// Garble: wait for the evaluator on ADDR, run the session, print the output (hex).
+    Garble(GarbleArgs),
+    /// Evaluate: connect to the garbler at ADDR, run the session, print the output (hex).
+    Evaluate(EvaluateArgs),
+    /// Build or inspect circuits.
+    #[command(subcommand)]
+    Circuit(GcCircuitCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GcCircuitCommand {
+    /// Write a library circuit as a Bristol Fashion file.
+    Build {
+        /// aes128, sha256, mul1024 (or mulN, N in 1..=4096).
+        name: String,
+        /// The file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Gate counts, depth and input/output widths of a circuit.
+    Stats {
+        /// A Bristol file, or a library circuit name.
+        circuit: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PartyArgs {
+    /// A Bristol (Fashion or old) file, or a library circuit name (aes128, sha256, mul1024).
+    #[arg(long)]
+    pub circuit: String,
+    /// This party's input as hex, least significant bit of the first byte first; exactly
+    /// as many bytes as the circuit's input for this party (see `ccbench gc circuit stats`).
+    #[arg(long)]
+    pub input: String,
+    /// Evaluations of the circuit in this session (the same input each time): bulk mode.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub evaluations: u32,
+    /// Seconds to wait for the peer (to connect, or to send the next bytes).
+    #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct GarbleArgs {
+    #[command(flatten)]
+    pub party: PartyArgs,
+    /// Address to listen on for the evaluator.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7766")]
+    pub listen: String,
+}
+
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    #[command(flatten)]
+    pub party: PartyArgs,
+    /// The garbler's address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7766")]
+    pub connect: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -2,6 +2,7 @@
 //! Everything else lives in the library crates, where tests can reach it.
 
 mod args;
+mod gc;
 mod progress;
 mod run;
 
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Command::Report(a) => run::report(a),
         Command::Compare(a) => run::compare(a),
         Command::Env => run::env(),
+        Command::Gc(c) => gc::gc(c),
     };
     match result {
         Ok(code) => code,

@@ -1,7 +1,7 @@
 //! The `ccbench` binary end to end: what a user types, what they get, and how it fails.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn ccbench() -> Command {
@@ -232,5 +232,146 @@ fn ctrl_c_keeps_a_valid_results_file() {
     assert!(
         out.join("report.html").exists(),
         "the partial run is still reported"
+    );
+}
+
+#[test]
+fn gc_circuit_build_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("aes.txt");
+    let o = run(&[
+        "gc",
+        "circuit",
+        "build",
+        "aes128",
+        "-o",
+        f.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["gc", "circuit", "stats", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("AND              6400"), "{out}");
+    assert!(out.contains("garbler input      128 bits"), "{out}");
+    no_temp_files(dir.path());
+
+    let o = run(&[
+        "gc",
+        "circuit",
+        "build",
+        "aes256",
+        "-o",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("aes128"), "{}", stderr(&o));
+    // A malformed file: an error naming the file and the line.
+    std::fs::write(&f, "3 5\n2 1 1\n1 1\n\n2 1 0 1 2 AND\n2 1 2 9 3 XOR\n").unwrap();
+    let o = run(&["gc", "circuit", "stats", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(f.to_str().unwrap()) && err.contains("line"),
+        "{err}"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn gc_garbler_and_evaluator_compute_aes_over_tcp() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let garbler = ccbench()
+        .args([
+            "gc",
+            "garble",
+            "--circuit",
+            "aes128",
+            "--input",
+            "000102030405060708090a0b0c0d0e0f",
+            "--listen",
+            &addr,
+            "--evaluations",
+            "3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let e = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "aes128",
+        "--input",
+        "00112233445566778899AABBCCDDEEFF",
+        "--connect",
+        &addr,
+        "--evaluations",
+        "3",
+    ]);
+    let g = garbler.wait_with_output().unwrap();
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    // FIPS-197 appendix C.1, seen by both parties.
+    let fips = "69c4e0d86a7b0430d8cdb78070b4c55a";
+    assert_eq!(String::from_utf8_lossy(&g.stdout).trim(), fips);
+    assert_eq!(String::from_utf8_lossy(&e.stdout).trim(), fips);
+    assert!(stderr(&e).contains("OT Init"), "{}", stderr(&e));
+}
+
+#[test]
+fn gc_bad_input_and_a_mismatched_peer_fail_cleanly() {
+    // Wrong input length: a usage error before any network.
+    let o = run(&["gc", "evaluate", "--circuit", "aes128", "--input", "0011"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--input"), "{}", stderr(&o));
+    let o = run(&["gc", "evaluate", "--circuit", "aes128", "--input", "xyz"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    // The peers disagree on the circuit: both report it and exit non-zero, promptly.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let garbler = ccbench()
+        .args([
+            "gc",
+            "garble",
+            "--circuit",
+            "mul8",
+            "--input",
+            "05",
+            "--listen",
+            &addr,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let e = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "mul16",
+        "--input",
+        "0700",
+        "--connect",
+        &addr,
+        "--timeout",
+        "20",
+    ]);
+    let g = garbler.wait_with_output().unwrap();
+    assert_eq!(g.status.code(), Some(1), "{}", stderr(&g));
+    assert_eq!(e.status.code(), Some(1), "{}", stderr(&e));
+    assert!(stderr(&e).contains("session failed"), "{}", stderr(&e));
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
     );
 }

@@ -531,6 +531,32 @@ impl Gc2pc {
     }
 }
 
+/// A party's stage breakdown of one session (`Load | Init | OT Init | Peer Inputs | Garble |
+/// Result`, time and bytes), as a record body.
+pub fn stage_breakdown(name: &str, r: &SessionReport) -> measure::record::StageBreakdown {
+    let mut stages = Stages::new();
+    add_stages(&mut stages, r);
+    stages.finish(name, Some(r.total), None)
+}
+
+/// A circuit from a Bristol Fashion (or old Bristol) file, or, when no such file exists, from
+/// the library by name (`aes128`, `sha256`, `mul1024`, `mulN`).
+pub fn load_circuit(spec: &str) -> Result<Circuit, String> {
+    let path = std::path::Path::new(spec);
+    if !path.exists()
+        && let Some(c) = garble::library::by_name(spec)
+    {
+        return Ok(c);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{spec}: {e} (and it is not a library circuit: {})",
+            garble::library::NAMES.join(", ")
+        )
+    })?;
+    garble::bristol::parse(&text).map_err(|e| format!("{spec}: {e}"))
+}
+
 fn add_stages(stages: &mut Stages, r: &SessionReport) {
     for st in Stage::ALL {
         let s = r.stage(st);
