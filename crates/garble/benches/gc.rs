@@ -13,14 +13,46 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Sections to run: every argument that is not a flag names one (`gates`,
+/// `aes`, `hash`, `single`, `bulk`); none means all.
+fn wanted(section: &str) -> bool {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    args.is_empty() || args.iter().any(|a| a == section)
+}
+
 fn main() {
     let backend = Backend::detect();
     println!("backend: {backend:?}");
+    if wanted("gates") {
+        gates(backend);
+    }
+    if wanted("aes") {
+        aes_garble(backend);
+    }
+    if wanted("hash") {
+        hash(backend);
+    }
+    if wanted("single") {
+        single();
+    }
+    if wanted("bulk") {
+        bulk();
+    }
+}
+
+fn gates(backend: Backend) {
     for (kind, n) in [
         (GateKind::And, 1 << 20),
         (GateKind::Xor, 1 << 22),
         (GateKind::Inv, 1 << 22),
     ] {
+        let n = std::env::var("GATES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(n);
         let mut g = Vec::new();
         let mut e = Vec::new();
         for _ in 0..7 {
@@ -35,6 +67,9 @@ fn main() {
             median(e)
         );
     }
+}
+
+fn aes_garble(backend: Backend) {
     let aes = Program::compile(&library::aes128());
     let mut rates = Vec::new();
     for _ in 0..7 {
@@ -46,6 +81,9 @@ fn main() {
         "AES-128 garbling (no network): {:.1} M AND/s (median of 7)",
         median(rates)
     );
+}
+
+fn hash(backend: Backend) {
     let h = garble::hash::Hasher::with_backend(backend).expect("backend");
     let mut xs = [garble::hash::Block(7); 32];
     let ts = [garble::hash::Block(9); 32];
@@ -59,7 +97,9 @@ fn main() {
         "hash: {:.2} ns/block",
         t0.elapsed().as_nanos() as f64 / (iters * 32) as f64
     );
+}
 
+fn single() {
     let aes = library::aes128();
     let mut single = Vec::new();
     for _ in 0..9 {
@@ -80,6 +120,9 @@ fn main() {
             s.bytes_received
         );
     }
+}
+
+fn bulk() {
     for (name, c, n) in [
         ("AES-128", library::aes128(), 400u64),
         ("SHA-256", library::sha256_compress(), 100),

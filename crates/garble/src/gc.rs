@@ -26,7 +26,7 @@
 //! it fills: no per-gate allocation, and the garbled circuit is never held.
 
 use crate::hash::{Block, Hasher};
-use crate::program::{Op, Program, Segment};
+use crate::program::{ONE_SLOT, Program, Segment, ZERO_SLOT};
 
 /// AND gates hashed together.
 pub const BATCH: usize = 8;
@@ -49,7 +49,58 @@ fn get(buf: &[u8]) -> Block {
     Block(u128::from_le_bytes(a))
 }
 
-/// Garbles `prog` once. `labels` (at least `prog.num_slots()` long) holds the
+/// The label array of one garbling or evaluation: a power-of-two number of
+/// blocks, indexed by slot masked with `len - 1`. Every slot of a compiled
+/// [`Program`] is below [`Program::num_slots`], so the mask never changes an
+/// index; it only lets the compiler see that the index is in bounds, which
+/// removes a compare and branch from every wire access.
+struct Slots<'a> {
+    l: &'a mut [Block],
+    mask: usize,
+}
+
+impl<'a> Slots<'a> {
+    /// The first [`Program::label_capacity`] blocks of `labels`.
+    ///
+    /// # Panics
+    ///
+    /// If `labels` is shorter than that.
+    #[inline(always)]
+    fn new(prog: &Program, labels: &'a mut [Block]) -> Slots<'a> {
+        let cap = prog.label_capacity();
+        assert!(
+            labels.len() >= cap,
+            "label array of {} blocks, the program needs {cap}",
+            labels.len()
+        );
+        let l = &mut labels[..cap];
+        assert!(l.len().is_power_of_two());
+        let mask = l.len() - 1;
+        Slots { l, mask }
+    }
+
+    #[inline(always)]
+    fn get(&self, s: u32) -> Block {
+        self.l[s as usize & self.mask]
+    }
+
+    #[inline(always)]
+    fn set(&mut self, s: u32, v: Block) {
+        self.l[s as usize & self.mask] = v;
+    }
+
+    /// A run of free gates, all XOR over slots (garbler and evaluator
+    /// alike: the constant slots make INV and EQ plain XORs).
+    #[inline(always)]
+    fn xor_run(&mut self, run: &[[u32; 3]]) {
+        for &[a, b, o] in run {
+            self.set(o, self.get(a) ^ self.get(b));
+        }
+    }
+}
+
+/// Garbles `prog` once. `labels` (at least [`Program::label_capacity`]
+/// long) holds the
 /// zero labels of the input slots on entry and of every slot on return;
 /// `gate_counter` is the session-wide AND counter (the tweak source), advanced
 /// by the number of AND gates. Tables are written to `sink` in chunks of at
@@ -62,7 +113,9 @@ pub fn garble<E>(
     gate_counter: &mut u64,
     sink: &mut dyn FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
-    let l = &mut labels[..prog.num_slots as usize];
+    let mut l = Slots::new(prog, labels);
+    l.set(ZERO_SLOT, Block::ZERO);
+    l.set(ONE_SLOT, delta);
     let mut buf = vec![0u8; CHUNK_BYTES];
     let mut fill = 0usize;
     let (mut ai, mut fi) = (0usize, 0usize);
@@ -82,8 +135,8 @@ pub fn garble<E>(
                         fill = 0;
                     }
                     for (i, &[a, b, _]) in chunk.iter().enumerate() {
-                        let a0 = l[a as usize];
-                        let b0 = l[b as usize];
+                        let a0 = l.get(a);
+                        let b0 = l.get(b);
                         a0s[i] = a0;
                         pbs[i] = b0.lsb();
                         h[4 * i] = a0;
@@ -110,20 +163,13 @@ pub fn garble<E>(
                         put(&mut dst[..16], tg);
                         put(&mut dst[16..], te);
                         fill += TABLE_BYTES;
-                        l[out as usize] = wg0 ^ we0;
+                        l.set(out, wg0 ^ we0);
                     }
                     *gate_counter += k as u64;
                 }
             }
-            Segment::Free(n) => {
-                for op in &prog.free[fi..fi + n as usize] {
-                    match *op {
-                        Op::Xor(a, b, o) => l[o as usize] = l[a as usize] ^ l[b as usize],
-                        Op::Inv(a, o) => l[o as usize] = l[a as usize] ^ delta,
-                        Op::Const(v, o) => l[o as usize] = delta.select(v),
-                        Op::Copy(a, o) => l[o as usize] = l[a as usize],
-                    }
-                }
+            Segment::Xors(n) => {
+                l.xor_run(&prog.xors[fi..fi + n as usize]);
                 fi += n as usize;
             }
         }
@@ -149,7 +195,9 @@ pub fn evaluate<E>(
     gate_counter: &mut u64,
     source: &mut TableSource<'_, E>,
 ) -> Result<(), E> {
-    let l = &mut labels[..prog.num_slots as usize];
+    let mut l = Slots::new(prog, labels);
+    l.set(ZERO_SLOT, Block::ZERO);
+    l.set(ONE_SLOT, Block::ZERO);
     let mut buf = vec![0u8; CHUNK_BYTES];
     let mut remaining = prog.ands.len() * TABLE_BYTES;
     let mut pos = CHUNK_BYTES;
@@ -176,17 +224,17 @@ pub fn evaluate<E>(
                         pos = 0;
                     }
                     for (i, &[a, b, _]) in chunk.iter().enumerate() {
-                        let wa = l[a as usize];
+                        let wa = l.get(a);
                         was[i] = wa;
                         h[2 * i] = wa;
-                        h[2 * i + 1] = l[b as usize];
+                        h[2 * i + 1] = l.get(b);
                         let j = Block(u128::from(*gate_counter + i as u64) << 1);
                         tw[2 * i] = j;
                         tw[2 * i + 1] = Block(j.0 | 1);
                     }
                     let mut sb = [false; BATCH];
                     for (i, &[_, b, _]) in chunk.iter().enumerate() {
-                        sb[i] = l[b as usize].lsb();
+                        sb[i] = l.get(b).lsb();
                     }
                     hasher.hash(&mut h[..2 * k], &tw[..2 * k]);
                     for (i, &[_, _, out]) in chunk.iter().enumerate() {
@@ -197,20 +245,13 @@ pub fn evaluate<E>(
                         let wa = was[i];
                         let wg = h[2 * i] ^ tg.select(wa.lsb());
                         let we = h[2 * i + 1] ^ (te ^ wa).select(sb[i]);
-                        l[out as usize] = wg ^ we;
+                        l.set(out, wg ^ we);
                     }
                     *gate_counter += k as u64;
                 }
             }
-            Segment::Free(n) => {
-                for op in &prog.free[fi..fi + n as usize] {
-                    match *op {
-                        Op::Xor(a, b, o) => l[o as usize] = l[a as usize] ^ l[b as usize],
-                        Op::Inv(a, o) => l[o as usize] = l[a as usize],
-                        Op::Const(_, o) => l[o as usize] = Block::ZERO,
-                        Op::Copy(a, o) => l[o as usize] = l[a as usize],
-                    }
-                }
+            Segment::Xors(n) => {
+                l.xor_run(&prog.xors[fi..fi + n as usize]);
                 fi += n as usize;
             }
         }
@@ -248,7 +289,7 @@ pub fn simulate(
 ) -> (Vec<bool>, usize) {
     let mut delta = prg.block();
     delta.0 |= 1;
-    let n = prog.num_slots as usize;
+    let n = prog.label_capacity();
     let mut g = vec![Block::ZERO; n];
     let mut e = vec![Block::ZERO; n];
     for (&s, &x) in prog.garbler_inputs.iter().zip(garbler_inputs) {
@@ -281,9 +322,72 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::circuit::bits_from_bytes;
+    use crate::circuit::{Circuit, Gate, bits_from_bytes};
     use crate::hash::{Backend, Prg};
     use crate::library;
+
+    /// A random circuit with every gate kind (EQ and EQW too, which the
+    /// builder folds away), wire by wire; the outputs are EQW copies.
+    fn all_kinds_circuit(seed: u64, gi: u32, ei: u32, n: u32, nout: u32) -> Circuit {
+        let mut s = seed | 1;
+        let mut next = move |m: u32| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % u64::from(m)) as u32
+        };
+        let mut gates = Vec::new();
+        let mut w = gi + ei;
+        for _ in 0..n {
+            let (a, b) = (next(w.max(1)), next(w.max(1)));
+            let g = match (next(6), w) {
+                (_, 0) | (0, _) => Gate::Eq {
+                    value: next(2) == 1,
+                    out: w,
+                },
+                (1, _) => Gate::Xor { a, b, out: w },
+                (2 | 3, _) => Gate::And { a, b, out: w },
+                (4, _) => Gate::Inv { a, out: w },
+                _ => Gate::Eqw { a, out: w },
+            };
+            gates.push(g);
+            w += 1;
+        }
+        for _ in 0..nout {
+            gates.push(Gate::Eqw { a: next(w), out: w });
+            w += 1;
+        }
+        let mut c = Circuit::new(w, vec![gi, ei], vec![nout], gates).unwrap();
+        c.set_garbler_values(1).unwrap();
+        c
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn every_gate_kind_garbles_like_plain(seed in proptest::prelude::any::<u64>(),
+                                              gi in 0u32..5, ei in 0u32..5,
+                                              n in 0u32..200, nout in 1u32..10) {
+            let c = all_kinds_circuit(seed, gi, ei, n, nout);
+            let p = Program::compile(&c);
+            let mut prg = Prg::from_seed(seed.to_le_bytes().repeat(2).try_into().unwrap());
+            for be in [Backend::Portable, Backend::AesNi] {
+                let Ok(h) = Hasher::with_backend(be) else {
+                    continue;
+                };
+                for _ in 0..3 {
+                    let g: Vec<bool> = (0..gi).map(|_| prg.block().lsb()).collect();
+                    let e: Vec<bool> = (0..ei).map(|_| prg.block().lsb()).collect();
+                    let want = c.eval(&g, &e).unwrap();
+                    proptest::prop_assert_eq!(&p.eval_plain(&g, &e), &want);
+                    let (got, bytes) = simulate(&p, &h, &mut prg, &g, &e);
+                    proptest::prop_assert_eq!(got, want);
+                    proptest::prop_assert_eq!(bytes as u64, 32 * c.stats().and_gates());
+                }
+            }
+        }
+    }
 
     #[test]
     fn library_circuits_garble_correctly() {

@@ -78,7 +78,7 @@ pub fn gate_timing(
     let mut prg = Prg::from_seed([0x5a; 16]);
     let mut delta = prg.block();
     delta.0 |= 1;
-    let n = prog.num_slots() as usize;
+    let n = prog.label_capacity();
     let mut g = vec![Block::ZERO; n];
     prg.fill(&mut g);
     let mut e = g.clone();
@@ -122,7 +122,7 @@ pub fn garble_only(
     let mut prg = Prg::from_seed([0xa5; 16]);
     let mut delta = prg.block();
     delta.0 |= 1;
-    let mut g = vec![Block::ZERO; prog.num_slots() as usize];
+    let mut g = vec![Block::ZERO; prog.label_capacity()];
     prg.fill(&mut g);
     let mut counter = 0;
     let mut sum = 0u8;

@@ -27,27 +27,33 @@ use sha2::{Digest, Sha256};
 
 use crate::circuit::{Circuit, Gate, Stats};
 
-/// A gate over slots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
-    Xor(u32, u32, u32),
-    Inv(u32, u32),
-    Const(bool, u32),
-    Copy(u32, u32),
-}
+/// The slot that holds constant 0: the zero block for both parties.
+pub(crate) const ZERO_SLOT: u32 = 0;
 
-/// A run of the schedule: `n` AND gates from `ands`, or `n` free ops.
+/// The slot that holds constant 1: the garbler's zero label is `R`, so the
+/// evaluator's (active) label is the zero block.
+pub(crate) const ONE_SLOT: u32 = 1;
+
+/// Slots reserved for the constants before any wire gets one.
+const RESERVED_SLOTS: u32 = 2;
+
+/// A run of the schedule: `n` AND gates from `ands`, or `n` XOR gates from
+/// `xors`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Segment {
     Ands(u32),
-    Free(u32),
+    Xors(u32),
 }
 
 /// A compiled circuit (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Program {
+    /// AND gates `[a, b, out]` over slots, in schedule order.
     pub(crate) ands: Vec<[u32; 3]>,
-    pub(crate) free: Vec<Op>,
+    /// Every other gate as an XOR `[a, b, out]` over slots: INV is XOR with
+    /// [`ONE_SLOT`], EQ 0/1 is XOR of [`ZERO_SLOT`] with itself/[`ONE_SLOT`],
+    /// EQW is XOR with [`ZERO_SLOT`]. Free gates thus need no dispatch.
+    pub(crate) xors: Vec<[u32; 3]>,
     pub(crate) segments: Vec<Segment>,
     pub(crate) num_slots: u32,
     pub(crate) garbler_inputs: Vec<u32>,
@@ -106,7 +112,7 @@ impl Program {
         // 4. Slots.
         let mut slot = vec![u32::MAX; nw];
         let mut free_slots: Vec<u32> = Vec::new();
-        let mut num_slots = 0u32;
+        let mut num_slots = RESERVED_SLOTS;
         let mut alloc = |free_slots: &mut Vec<u32>| {
             free_slots.pop().unwrap_or_else(|| {
                 num_slots += 1;
@@ -121,7 +127,7 @@ impl Program {
         let garbler_inputs = slot[..gbits].to_vec();
         let evaluator_inputs = slot[gbits..input_bits].to_vec();
         let mut ands = Vec::with_capacity(c.stats().and_gates() as usize);
-        let mut free = Vec::new();
+        let mut xors = Vec::new();
         let mut segments = Vec::new();
         let mut prev_key = u32::MAX;
         for (pos, &gi) in order.iter().enumerate() {
@@ -146,18 +152,20 @@ impl Program {
             let is_and = matches!(g, Gate::And { .. });
             match g {
                 Gate::And { .. } => ands.push([read[0], read[1], out]),
-                Gate::Xor { .. } => free.push(Op::Xor(read[0], read[1], out)),
-                Gate::Inv { .. } => free.push(Op::Inv(read[0], out)),
-                Gate::Eq { value, .. } => free.push(Op::Const(value, out)),
-                Gate::Eqw { .. } => free.push(Op::Copy(read[0], out)),
+                Gate::Xor { .. } => xors.push([read[0], read[1], out]),
+                Gate::Inv { .. } => xors.push([read[0], ONE_SLOT, out]),
+                Gate::Eq { value, .. } => {
+                    xors.push([ZERO_SLOT, if value { ONE_SLOT } else { ZERO_SLOT }, out])
+                }
+                Gate::Eqw { .. } => xors.push([read[0], ZERO_SLOT, out]),
             }
             match segments.last_mut() {
                 Some(Segment::Ands(n)) if is_and && key == prev_key => *n += 1,
-                Some(Segment::Free(n)) if !is_and => *n += 1,
+                Some(Segment::Xors(n)) if !is_and => *n += 1,
                 _ => segments.push(if is_and {
                     Segment::Ands(1)
                 } else {
-                    Segment::Free(1)
+                    Segment::Xors(1)
                 }),
             }
             prev_key = key;
@@ -165,7 +173,7 @@ impl Program {
         let outputs = c.output_wires().map(|w| slot[w as usize]).collect();
         Program {
             ands,
-            free,
+            xors,
             segments,
             num_slots,
             garbler_inputs,
@@ -176,9 +184,18 @@ impl Program {
         }
     }
 
-    /// Label slots needed: the peak number of live wires in the schedule.
+    /// Label slots used: the peak number of live wires in the schedule (plus
+    /// two for the constants).
     pub fn num_slots(&self) -> u32 {
         self.num_slots
+    }
+
+    /// Length of the label array that [`crate::gc::garble`] and
+    /// [`crate::gc::evaluate`] need: [`Program::num_slots`] rounded up to a
+    /// power of two, so that a slot index masked with `capacity - 1` is in
+    /// bounds by construction (no bounds check per gate).
+    pub fn label_capacity(&self) -> usize {
+        (self.num_slots as usize).next_power_of_two()
     }
 
     /// Statistics of the source circuit.
@@ -215,6 +232,7 @@ impl Program {
     /// Plain evaluation over slots (checks the schedule; tests use it).
     pub fn eval_plain(&self, garbler: &[bool], evaluator: &[bool]) -> Vec<bool> {
         let mut v = vec![false; self.num_slots as usize];
+        v[ONE_SLOT as usize] = true;
         for (&s, &b) in self.garbler_inputs.iter().zip(garbler) {
             v[s as usize] = b;
         }
@@ -235,14 +253,9 @@ impl Program {
                     }
                     ai += n as usize;
                 }
-                Segment::Free(n) => {
-                    for op in &self.free[fi..fi + n as usize] {
-                        match *op {
-                            Op::Xor(a, b, o) => v[o as usize] = v[a as usize] ^ v[b as usize],
-                            Op::Inv(a, o) => v[o as usize] = !v[a as usize],
-                            Op::Const(x, o) => v[o as usize] = x,
-                            Op::Copy(a, o) => v[o as usize] = v[a as usize],
-                        }
+                Segment::Xors(n) => {
+                    for &[a, b, o] in &self.xors[fi..fi + n as usize] {
+                        v[o as usize] = v[a as usize] ^ v[b as usize];
                     }
                     fi += n as usize;
                 }

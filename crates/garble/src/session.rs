@@ -349,7 +349,7 @@ pub fn run_garbler<C: Channel>(
     let mut prg = Prg::from_os()?;
     let mut delta = prg.block();
     delta.0 |= 1;
-    let mut labels = vec![Block::ZERO; prog.num_slots() as usize];
+    let mut labels = vec![Block::ZERO; prog.label_capacity()];
 
     st.enter(Stage::OtInit, ch);
     let mut ot = IknpSender::setup(ch, &mut prg)?;
@@ -431,7 +431,7 @@ pub fn run_evaluator<C: Channel>(
     ch.send(&header(&prog, n))?;
     ch.flush()?;
     let mut prg = Prg::from_os()?;
-    let mut labels = vec![Block::ZERO; prog.num_slots() as usize];
+    let mut labels = vec![Block::ZERO; prog.label_capacity()];
 
     st.enter(Stage::OtInit, ch);
     let mut ot = IknpReceiver::setup(ch, &mut prg)?;
