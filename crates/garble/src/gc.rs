@@ -52,7 +52,7 @@ fn get(buf: &[u8]) -> Block {
 /// The label array of one garbling or evaluation: a power-of-two number of
 /// blocks, indexed by slot masked with `len - 1`. Every slot of a compiled
 /// [`Program`] is below [`Program::num_slots`], so the mask never changes an
-/// index; it only lets the compiler see that the index is in bounds, which
+/// index; it lets the compiler see that every index is in bounds, which
 /// removes a compare and branch from every wire access.
 struct Slots<'a> {
     l: &'a mut [Block],
@@ -100,11 +100,10 @@ impl<'a> Slots<'a> {
 }
 
 /// Garbles `prog` once. `labels` (at least [`Program::label_capacity`]
-/// long) holds the
-/// zero labels of the input slots on entry and of every slot on return;
-/// `gate_counter` is the session-wide AND counter (the tweak source), advanced
-/// by the number of AND gates. Tables are written to `sink` in chunks of at
-/// most [`CHUNK_BYTES`].
+/// long) holds the zero labels of the input slots on entry and of every slot
+/// on return; `gate_counter` is the session-wide AND counter (the tweak
+/// source), advanced by the number of AND gates. Tables are written to
+/// `sink` in chunks of at most [`CHUNK_BYTES`].
 pub fn garble<E>(
     prog: &Program,
     hasher: &Hasher,
@@ -116,6 +115,7 @@ pub fn garble<E>(
     let mut l = Slots::new(prog, labels);
     l.set(ZERO_SLOT, Block::ZERO);
     l.set(ONE_SLOT, delta);
+    let (ands, xors) = (&prog.ands[..], &prog.xors[..]);
     let mut buf = vec![0u8; CHUNK_BYTES];
     let mut fill = 0usize;
     let (mut ai, mut fi) = (0usize, 0usize);
@@ -123,10 +123,11 @@ pub fn garble<E>(
     let mut tw = [Block::ZERO; 4 * BATCH];
     let mut a0s = [Block::ZERO; BATCH];
     let mut pbs = [false; BATCH];
+    let mut outs = [0u32; BATCH];
     for seg in &prog.segments {
         match *seg {
             Segment::Ands(n) => {
-                let run = &prog.ands[ai..ai + n as usize];
+                let run = &ands[ai..ai + n as usize];
                 ai += n as usize;
                 for chunk in run.chunks(BATCH) {
                     let k = chunk.len();
@@ -134,11 +135,12 @@ pub fn garble<E>(
                         sink(&buf[..fill])?;
                         fill = 0;
                     }
-                    for (i, &[a, b, _]) in chunk.iter().enumerate() {
+                    for (i, &[a, b, o]) in chunk.iter().enumerate() {
                         let a0 = l.get(a);
                         let b0 = l.get(b);
                         a0s[i] = a0;
                         pbs[i] = b0.lsb();
+                        outs[i] = o;
                         h[4 * i] = a0;
                         h[4 * i + 1] = a0 ^ delta;
                         h[4 * i + 2] = b0;
@@ -151,7 +153,8 @@ pub fn garble<E>(
                         tw[4 * i + 3] = j1;
                     }
                     hasher.hash(&mut h[..4 * k], &tw[..4 * k]);
-                    for (i, &[_, _, out]) in chunk.iter().enumerate() {
+                    let tables = &mut buf[fill..fill + k * TABLE_BYTES];
+                    for (i, t) in tables.chunks_exact_mut(TABLE_BYTES).enumerate() {
                         let a0 = a0s[i];
                         let pa = a0.lsb();
                         let pb = pbs[i];
@@ -159,17 +162,16 @@ pub fn garble<E>(
                         let wg0 = h[4 * i] ^ tg.select(pa);
                         let te = h[4 * i + 2] ^ h[4 * i + 3] ^ a0;
                         let we0 = h[4 * i + 2] ^ (te ^ a0).select(pb);
-                        let dst = &mut buf[fill..fill + TABLE_BYTES];
-                        put(&mut dst[..16], tg);
-                        put(&mut dst[16..], te);
-                        fill += TABLE_BYTES;
-                        l.set(out, wg0 ^ we0);
+                        put(&mut t[..16], tg);
+                        put(&mut t[16..], te);
+                        l.set(outs[i], wg0 ^ we0);
                     }
+                    fill += k * TABLE_BYTES;
                     *gate_counter += k as u64;
                 }
             }
             Segment::Xors(n) => {
-                l.xor_run(&prog.xors[fi..fi + n as usize]);
+                l.xor_run(&xors[fi..fi + n as usize]);
                 fi += n as usize;
             }
         }
@@ -184,10 +186,10 @@ pub fn garble<E>(
 /// or fails.
 pub type TableSource<'a, E> = dyn FnMut(&mut [u8]) -> Result<(), E> + 'a;
 
-/// Evaluates `prog` once. `labels` holds the active labels of the input
-/// slots on entry and of every slot on return; `gate_counter` must match the
-/// garbler's. Tables are pulled from `source` in chunks of at most
-/// [`CHUNK_BYTES`].
+/// Evaluates `prog` once. `labels` (at least [`Program::label_capacity`]
+/// long) holds the active labels of the input slots on entry and of every
+/// slot on return; `gate_counter` must match the garbler's. Tables are
+/// pulled from `source` in chunks of at most [`CHUNK_BYTES`].
 pub fn evaluate<E>(
     prog: &Program,
     hasher: &Hasher,
@@ -198,18 +200,21 @@ pub fn evaluate<E>(
     let mut l = Slots::new(prog, labels);
     l.set(ZERO_SLOT, Block::ZERO);
     l.set(ONE_SLOT, Block::ZERO);
+    let (ands, xors) = (&prog.ands[..], &prog.xors[..]);
     let mut buf = vec![0u8; CHUNK_BYTES];
-    let mut remaining = prog.ands.len() * TABLE_BYTES;
+    let mut remaining = ands.len() * TABLE_BYTES;
     let mut pos = CHUNK_BYTES;
     let mut avail = 0usize;
     let (mut ai, mut fi) = (0usize, 0usize);
     let mut h = [Block::ZERO; 2 * BATCH];
     let mut tw = [Block::ZERO; 2 * BATCH];
     let mut was = [Block::ZERO; BATCH];
+    let mut sbs = [false; BATCH];
+    let mut outs = [0u32; BATCH];
     for seg in &prog.segments {
         match *seg {
             Segment::Ands(n) => {
-                let run = &prog.ands[ai..ai + n as usize];
+                let run = &ands[ai..ai + n as usize];
                 ai += n as usize;
                 for chunk in run.chunks(BATCH) {
                     let k = chunk.len();
@@ -223,35 +228,34 @@ pub fn evaluate<E>(
                         avail = tail + want;
                         pos = 0;
                     }
-                    for (i, &[a, b, _]) in chunk.iter().enumerate() {
+                    for (i, &[a, b, o]) in chunk.iter().enumerate() {
                         let wa = l.get(a);
+                        let wb = l.get(b);
                         was[i] = wa;
+                        sbs[i] = wb.lsb();
+                        outs[i] = o;
                         h[2 * i] = wa;
-                        h[2 * i + 1] = l.get(b);
+                        h[2 * i + 1] = wb;
                         let j = Block(u128::from(*gate_counter + i as u64) << 1);
                         tw[2 * i] = j;
                         tw[2 * i + 1] = Block(j.0 | 1);
                     }
-                    let mut sb = [false; BATCH];
-                    for (i, &[_, b, _]) in chunk.iter().enumerate() {
-                        sb[i] = l.get(b).lsb();
-                    }
                     hasher.hash(&mut h[..2 * k], &tw[..2 * k]);
-                    for (i, &[_, _, out]) in chunk.iter().enumerate() {
-                        let t = &buf[pos..pos + TABLE_BYTES];
+                    let tables = &buf[pos..pos + k * TABLE_BYTES];
+                    for (i, t) in tables.chunks_exact(TABLE_BYTES).enumerate() {
                         let tg = get(&t[..16]);
                         let te = get(&t[16..]);
-                        pos += TABLE_BYTES;
                         let wa = was[i];
                         let wg = h[2 * i] ^ tg.select(wa.lsb());
-                        let we = h[2 * i + 1] ^ (te ^ wa).select(sb[i]);
-                        l.set(out, wg ^ we);
+                        let we = h[2 * i + 1] ^ (te ^ wa).select(sbs[i]);
+                        l.set(outs[i], wg ^ we);
                     }
+                    pos += k * TABLE_BYTES;
                     *gate_counter += k as u64;
                 }
             }
             Segment::Xors(n) => {
-                l.xor_run(&prog.xors[fi..fi + n as usize]);
+                l.xor_run(&xors[fi..fi + n as usize]);
                 fi += n as usize;
             }
         }
@@ -300,7 +304,7 @@ pub fn simulate(
         g[s as usize] = prg.block();
         e[s as usize] = g[s as usize] ^ delta.select(x);
     }
-    let mut tables = Vec::with_capacity(prog.ands.len() * TABLE_BYTES);
+    let mut tables = Vec::with_capacity(prog.and_gates() as usize * TABLE_BYTES);
     let mut counter = 0u64;
     let ok: Result<(), ()> = garble(prog, hasher, delta, &mut g, &mut counter, &mut |b| {
         tables.extend_from_slice(b);
@@ -370,8 +374,8 @@ mod tests {
                                               gi in 0u32..5, ei in 0u32..5,
                                               n in 0u32..200, nout in 1u32..10) {
             let c = all_kinds_circuit(seed, gi, ei, n, nout);
-            let p = Program::compile(&c);
             let mut prg = Prg::from_seed(seed.to_le_bytes().repeat(2).try_into().unwrap());
+            let p = Program::compile(&c);
             for be in [Backend::Portable, Backend::AesNi] {
                 let Ok(h) = Hasher::with_backend(be) else {
                     continue;

@@ -38,6 +38,11 @@ impl GateTiming {
 /// A program of `gates` independent gates of `kind` over 128 input wires
 /// (64 per party); `Eq` and `Eqw` are supported too.
 pub fn synthetic(kind: GateKind, gates: usize) -> Program {
+    Program::compile(&synthetic_circuit(kind, gates))
+}
+
+/// The circuit behind [`synthetic`].
+pub fn synthetic_circuit(kind: GateKind, gates: usize) -> crate::Circuit {
     let mut b = Builder::new();
     let x = b.input(Party::Garbler, 64);
     let y = b.input(Party::Evaluator, 64);
@@ -61,7 +66,7 @@ pub fn synthetic(kind: GateKind, gates: usize) -> Program {
     }
     // Only EQ/EQW keep outputs (they are emitted by `finish`).
     match b.finish(&[outs]) {
-        Ok(c) => Program::compile(&c),
+        Ok(c) => c,
         Err(e) => unreachable!("synthetic circuit is malformed: {e}"),
     }
 }
