@@ -154,20 +154,8 @@ fn bulk() {
 }
 
 fn loopback(c: &garble::Circuit, n: u64) -> garble::session::SessionReport {
-    use garble::channel::TcpChannel;
-    use garble::session::{SessionOptions, run_evaluator, run_garbler};
-    use std::time::Duration;
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = l.local_addr().expect("addr").to_string();
-    let g = vec![vec![true; c.garbler_input_bits()]; n as usize];
-    let e = vec![vec![false; c.evaluator_input_bits()]; n as usize];
-    let c2 = c.clone();
-    let t = std::thread::spawn(move || {
-        let mut ch = TcpChannel::connect(&addr, Duration::from_secs(10)).expect("connect");
-        run_evaluator(&mut ch, &c2, &e, &SessionOptions::default()).expect("evaluator")
-    });
-    let mut ch = TcpChannel::accept(&l, Duration::from_secs(10)).expect("accept");
-    let r = run_garbler(&mut ch, c, &g, &SessionOptions::default()).expect("garbler");
-    t.join().expect("join");
-    r.report
+    let opts = garble::session::SessionOptions::default();
+    let r = microbench::loopback_2pc(c, n as usize, &opts).expect("loopback 2PC");
+    assert_eq!(r.table_bytes_per_and(), 32.0);
+    r.garbler
 }

@@ -1,14 +1,29 @@
-//! Per-gate cost measurements (garble and evaluate one gate kind in
-//! isolation, no network), for the per-gate table and the "theoretical
-//! minimum" of a 2PC run. Timing only: correctness is tested elsewhere.
+//! Measurements for the scenarios and the benches:
+//!
+//! * [`gate_timing`]: garble and evaluate one gate kind in isolation (no
+//!   network), for the per-gate table and the "theoretical minimum" of a
+//!   2PC run;
+//! * [`garble_only`]: the garbling rate of a whole circuit (no network);
+//! * [`loopback_2pc`]: a whole two-party session over loopback TCP, one or
+//!   many evaluations (the bulk 2PC rate).
+//!
+//! Timing only: correctness is tested elsewhere ([`loopback_2pc`] still
+//! checks its outputs, outside the timed session).
 
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use thiserror::Error;
+
 use crate::builder::Builder;
-use crate::circuit::{GateKind, Party};
+use crate::channel::{DEFAULT_TIMEOUT, TcpChannel};
+use crate::circuit::{Circuit, GateKind, Party};
 use crate::gc::{self, TABLE_BYTES};
 use crate::hash::{Backend, BackendUnavailable, Block, Hasher, Prg};
 use crate::program::Program;
+use crate::session::{
+    SessionError, SessionOptions, SessionOutput, SessionReport, Stage, run_evaluator, run_garbler,
+};
 
 /// Time to garble and to evaluate `gates` gates of one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +57,7 @@ pub fn synthetic(kind: GateKind, gates: usize) -> Program {
 }
 
 /// The circuit behind [`synthetic`].
-pub fn synthetic_circuit(kind: GateKind, gates: usize) -> crate::Circuit {
+pub fn synthetic_circuit(kind: GateKind, gates: usize) -> Circuit {
     let mut b = Builder::new();
     let x = b.input(Party::Garbler, 64);
     let y = b.input(Party::Evaluator, 64);
@@ -71,15 +86,28 @@ pub fn synthetic_circuit(kind: GateKind, gates: usize) -> crate::Circuit {
     }
 }
 
-/// Garbles and evaluates [`synthetic`]`(kind, gates)` once each and reports
-/// the times.
+/// Gates in one synthetic program of [`gate_timing`]: its gate list
+/// (12 bytes a gate) stays in the cache, as a real circuit's does when it is
+/// garbled again and again.
+pub const GATE_BLOCK: usize = 1 << 16;
+
+/// Garbles and evaluates about `gates` gates of one kind and reports the
+/// times: [`synthetic`]`(kind, min(gates, GATE_BLOCK))` garbled and then
+/// evaluated `ceil(gates / GATE_BLOCK)` times in a row (the AND counter runs
+/// on, so every AND gate has its own tweak and table). Garbled tables go to
+/// memory (`32 bytes x` AND gates, touched before timing) and are read back
+/// by the evaluation. Repeating one block keeps the gate list in the cache:
+/// one program of four million XOR gates has a 48 MB gate list, and its
+/// time per gate would be the memory bandwidth of reading it, not the gate.
 pub fn gate_timing(
     kind: GateKind,
     gates: usize,
     backend: Backend,
 ) -> Result<GateTiming, BackendUnavailable> {
     let hasher = Hasher::with_backend(backend)?;
-    let prog = synthetic(kind, gates);
+    let block = gates.clamp(1, GATE_BLOCK);
+    let reps = gates.div_ceil(block).max(1);
+    let prog = synthetic(kind, block);
     let mut prg = Prg::from_seed([0x5a; 16]);
     let mut delta = prg.block();
     delta.0 |= 1;
@@ -88,28 +116,33 @@ pub fn gate_timing(
     prg.fill(&mut g);
     let mut e = g.clone();
     // Touch the table memory first so that page faults are not timed.
-    let mut tables = vec![1u8; prog.and_gates() as usize * TABLE_BYTES];
+    let mut tables = vec![1u8; reps * prog.and_gates() as usize * TABLE_BYTES];
     let mut counter = 0;
     let mut woff = 0;
     let t0 = Instant::now();
-    let _: Result<(), ()> = gc::garble(&prog, &hasher, delta, &mut g, &mut counter, &mut |b| {
-        tables[woff..woff + b.len()].copy_from_slice(b);
-        woff += b.len();
-        Ok(())
-    });
+    for _ in 0..reps {
+        let _: Result<(), ()> = gc::garble(&prog, &hasher, delta, &mut g, &mut counter, &mut |b| {
+            tables[woff..woff + b.len()].copy_from_slice(b);
+            woff += b.len();
+            Ok(())
+        });
+    }
     let garble = t0.elapsed();
     let mut counter = 0;
     let mut off = 0;
     let t0 = Instant::now();
-    let _: Result<(), ()> = gc::evaluate(&prog, &hasher, &mut e, &mut counter, &mut |buf| {
-        buf.copy_from_slice(&tables[off..off + buf.len()]);
-        off += buf.len();
-        Ok(())
-    });
+    for _ in 0..reps {
+        let _: Result<(), ()> = gc::evaluate(&prog, &hasher, &mut e, &mut counter, &mut |buf| {
+            buf.copy_from_slice(&tables[off..off + buf.len()]);
+            off += buf.len();
+            Ok(())
+        });
+    }
     let evaluate = t0.elapsed();
+    std::hint::black_box((&g, &e));
     Ok(GateTiming {
         kind,
-        gates: gates as u64,
+        gates: (block * reps) as u64,
         garble,
         evaluate,
     })
@@ -141,4 +174,106 @@ pub fn garble_only(
     let t = t0.elapsed();
     std::hint::black_box(sum);
     Ok(t)
+}
+
+/// What [`loopback_2pc`] measured: both parties' session reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopbackRun {
+    /// The garbler's report (its `total` is the session's wall time: the
+    /// garbler starts first and finishes last, when the outputs are back).
+    pub garbler: SessionReport,
+    /// The evaluator's report.
+    pub evaluator: SessionReport,
+}
+
+impl LoopbackRun {
+    /// AND gates over all evaluations.
+    pub fn and_gates(&self) -> u64 {
+        self.garbler.and_gates()
+    }
+
+    /// AND gates per second over the whole session: the garbler's wall time,
+    /// compiling, handshake and base OTs included.
+    pub fn and_per_s(&self) -> f64 {
+        self.and_gates() as f64 / self.garbler.total.as_secs_f64().max(1e-12)
+    }
+
+    /// AND gates per second of the garbler's `Garble` stage alone.
+    pub fn garble_stage_and_per_s(&self) -> f64 {
+        let t = self.garbler.stage(Stage::Garble).time;
+        self.and_gates() as f64 / t.as_secs_f64().max(1e-12)
+    }
+
+    /// Bytes the garbler sent while garbling, per AND gate: exactly
+    /// [`TABLE_BYTES`] (32).
+    pub fn table_bytes_per_and(&self) -> f64 {
+        self.garbler.stage(Stage::Garble).bytes_sent as f64 / self.and_gates().max(1) as f64
+    }
+}
+
+/// Why [`loopback_2pc`] failed.
+#[derive(Debug, Error)]
+pub enum LoopbackError {
+    /// The loopback listener could not be set up.
+    #[error("loopback socket: {0}")]
+    Socket(#[from] std::io::Error),
+    /// The garbler's session failed.
+    #[error("garbler: {0}")]
+    Garbler(SessionError),
+    /// The evaluator's session failed.
+    #[error("evaluator: {0}")]
+    Evaluator(SessionError),
+    /// The evaluator thread panicked.
+    #[error("the evaluator thread panicked")]
+    Panicked,
+    /// A party's output differs from plain evaluation.
+    #[error("evaluation {0}: the two-party output differs from plain evaluation")]
+    WrongOutput(usize),
+}
+
+/// A two-party session over TCP on 127.0.0.1 inside this process: the
+/// garbler on the calling thread, the evaluator on a new one, `evaluations`
+/// evaluations of `circuit` with pseudorandom inputs (bulk mode: one base
+/// OT and one OT extension for all). Both parties' outputs are checked
+/// against plain evaluation after the session (not timed). The bulk 2PC
+/// rate is [`LoopbackRun::and_per_s`].
+pub fn loopback_2pc(
+    circuit: &Circuit,
+    evaluations: usize,
+    opts: &SessionOptions,
+) -> Result<LoopbackRun, LoopbackError> {
+    let mut prg = Prg::from_seed([0x3c; 16]);
+    let mut bits = |n: usize| -> Vec<bool> { (0..n).map(|_| prg.block().lsb()).collect() };
+    let g: Vec<Vec<bool>> = (0..evaluations)
+        .map(|_| bits(circuit.garbler_input_bits()))
+        .collect();
+    let e: Vec<Vec<bool>> = (0..evaluations)
+        .map(|_| bits(circuit.evaluator_input_bits()))
+        .collect();
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?.to_string();
+    let (c2, e2, o2) = (circuit.clone(), e.clone(), *opts);
+    let evaluator = std::thread::spawn(move || -> Result<SessionOutput, SessionError> {
+        let mut ch = TcpChannel::connect(&addr, DEFAULT_TIMEOUT)?;
+        run_evaluator(&mut ch, &c2, &e2, &o2)
+    });
+    let garbled = TcpChannel::accept(&listener, DEFAULT_TIMEOUT)
+        .map_err(SessionError::from)
+        .and_then(|mut ch| run_garbler(&mut ch, circuit, &g, opts));
+    // A failed garbler drops its socket, so the evaluator fails fast too.
+    let evaluated = evaluator.join().map_err(|_| LoopbackError::Panicked)?;
+    let go = garbled.map_err(LoopbackError::Garbler)?;
+    let eo = evaluated.map_err(LoopbackError::Evaluator)?;
+    for (k, (x, y)) in g.iter().zip(&e).enumerate() {
+        let want = circuit
+            .eval(x, y)
+            .map_err(|_| LoopbackError::WrongOutput(k))?;
+        if go.outputs.get(k) != Some(&want) || eo.outputs.get(k) != Some(&want) {
+            return Err(LoopbackError::WrongOutput(k));
+        }
+    }
+    Ok(LoopbackRun {
+        garbler: go.report,
+        evaluator: eo.report,
+    })
 }

@@ -182,6 +182,43 @@ fn tcp_loopback_bulk() {
     assert_eq!(go.report.bytes_received, eo.report.bytes_sent);
 }
 
+/// Over real TCP, exactly 32 bytes per AND gate cross the wire while
+/// garbling; besides them only the input labels (16 bytes per garbler bit,
+/// 16 + 16 per evaluator bit by OT extension), the base OTs, the header and
+/// the output bits.
+#[test]
+fn tcp_wire_bytes_are_exact() {
+    for (c, n) in [(library::aes128(), 3u64), (library::sha256_compress(), 2)] {
+        let r =
+            garble::microbench::loopback_2pc(&c, n as usize, &SessionOptions::default()).unwrap();
+        let (g, e) = (&r.garbler, &r.evaluator);
+        let and = c.stats().and_gates();
+        let (gb, eb) = (
+            c.garbler_input_bits() as u64,
+            c.evaluator_input_bits() as u64,
+        );
+        let out = c.output_bits().div_ceil(8) as u64;
+        assert_eq!(r.table_bytes_per_and(), 32.0);
+        assert_eq!(g.stage(Stage::Garble).bytes_sent, 32 * and * n);
+        assert_eq!(g.stage(Stage::Garble).bytes_received, 0);
+        assert_eq!(e.stage(Stage::Garble).bytes_received, 32 * and * n);
+        assert_eq!(e.stage(Stage::Garble).bytes_sent, 0);
+        assert_eq!(g.stage(Stage::Init).bytes_sent, 48);
+        assert_eq!(g.stage(Stage::PeerInputs).bytes_sent, n * 16 * (gb + eb));
+        assert_eq!(g.stage(Stage::PeerInputs).bytes_received, n * 16 * eb);
+        assert_eq!(g.stage(Stage::Result).bytes_sent, n * out);
+        assert_eq!(g.stage(Stage::Result).bytes_received, n * out);
+        let ot = g.stage(Stage::OtInit).bytes_sent;
+        assert_eq!(
+            g.bytes_sent,
+            48 + ot + n * (16 * (gb + eb) + 32 * and + out),
+            "nothing else is sent"
+        );
+        assert_eq!(g.bytes_sent, e.bytes_received);
+        assert_eq!(g.bytes_received, e.bytes_sent);
+    }
+}
+
 /// A channel that dies (closing the socket) once it has sent `limit` bytes.
 struct CutAfter {
     inner: Option<TcpChannel>,
