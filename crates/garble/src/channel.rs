@@ -145,6 +145,7 @@ impl TcpChannel {
     /// Accepts one connection on `listener`, waiting at most `timeout`.
     pub fn accept(listener: &TcpListener, timeout: Duration) -> Result<TcpChannel, ChannelError> {
         let deadline = Instant::now() + timeout;
+        let mut pause = Duration::from_micros(50);
         listener.set_nonblocking(true).map_err(ChannelError::Io)?;
         loop {
             match listener.accept() {
@@ -156,7 +157,10 @@ impl TcpChannel {
                     if Instant::now() >= deadline {
                         return Err(ChannelError::Timeout(timeout));
                     }
-                    std::thread::sleep(Duration::from_millis(5));
+                    // Poll quickly at first (a peer that is already
+                    // connecting is not kept waiting), then back off.
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(5));
                 }
                 Err(e) => return Err(ChannelError::Io(e)),
             }

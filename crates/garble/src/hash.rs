@@ -308,6 +308,70 @@ impl Hasher {
         self.aes.tccr(xs, tweaks)
     }
 
+    /// Whether the fused VAES half-gates kernels ([`Hasher::garble_ands`],
+    /// [`Hasher::eval_ands`]) are available.
+    #[inline]
+    pub(crate) fn fused(&self) -> bool {
+        self.aes.vaes
+    }
+
+    /// Half-gates garbling of `a0.len() <= 8` independent AND gates in
+    /// registers (the formulas of [`crate::gc`]): gate `i` has input zero
+    /// labels `a0[i]`, `b0[i]` and tweaks `2 (gate + i)`, `2 (gate + i) + 1`;
+    /// writes its table `TG || TE` to `tables[32 i..32 i + 32]` and its
+    /// output zero label to `out[i]`.
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], or if the lengths do not match.
+    #[inline]
+    pub(crate) fn garble_ands(
+        &self,
+        delta: Block,
+        a0: &[Block],
+        b0: &[Block],
+        gate: u64,
+        tables: &mut [u8],
+        out: &mut [Block],
+    ) {
+        assert!(self.aes.vaes, "no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `vaes` is set only when AES-NI, AVX2 and VAES were
+        // detected at run time.
+        unsafe {
+            ni::garble_ands(&self.aes.rk, delta, a0, b0, gate, tables, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (delta, a0, b0, gate, tables, out);
+    }
+
+    /// Half-gates evaluation of `wa.len() <= 8` independent AND gates in
+    /// registers: gate `i` has active labels `wa[i]`, `wb[i]`, tweaks as in
+    /// [`Hasher::garble_ands`] and its table at `tables[32 i..32 i + 32]`;
+    /// writes its output label to `out[i]`.
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], or if the lengths do not match.
+    #[inline]
+    pub(crate) fn eval_ands(
+        &self,
+        wa: &[Block],
+        wb: &[Block],
+        gate: u64,
+        tables: &[u8],
+        out: &mut [Block],
+    ) {
+        assert!(self.aes.vaes, "no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `garble_ands`.
+        unsafe {
+            ni::eval_ands(&self.aes.rk, wa, wb, gate, tables, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (wa, wb, gate, tables, out);
+    }
+
     /// `H(x, tweak)` for one block.
     pub fn hash_one(&self, x: Block, tweak: Block) -> Block {
         let mut v = [x];
@@ -638,6 +702,164 @@ mod ni {
             }
         }
         tccr(rk, tail, &tweaks[n16..]);
+    }
+
+    /// The 11 round keys in both 128-bit lanes.
+    #[target_feature(enable = "aes,sse2,avx2,vaes")]
+    #[inline]
+    fn keys256(rk: &[[u8; 16]; 11]) -> [__m256i; 11] {
+        let k1 = load_keys(rk);
+        core::array::from_fn(|i| _mm256_broadcastsi128_si256(k1[i]))
+    }
+
+    /// `x ^ AES(x)` for eight registers (sixteen blocks) of pre-images.
+    #[target_feature(enable = "aes,sse2,avx2,vaes")]
+    #[inline]
+    fn mmo8(k: &[__m256i; 11], pre: &[__m256i; 8]) -> [__m256i; 8] {
+        let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
+        for key in &k[1..10] {
+            for x in v.iter_mut() {
+                *x = _mm256_aesenc_epi128(*x, *key);
+            }
+        }
+        core::array::from_fn(|i| _mm256_xor_si256(_mm256_aesenclast_epi128(v[i], k[10]), pre[i]))
+    }
+
+    /// `sigma(x) ^ t` in both lanes (the hash's pre-image).
+    #[target_feature(enable = "aes,sse2,avx2,vaes")]
+    #[inline]
+    fn pre256(x: __m256i, t: __m256i) -> __m256i {
+        let hi_mask = _mm256_set_epi64x(-1, 0, -1, 0);
+        let s = _mm256_xor_si256(
+            _mm256_shuffle_epi32::<0b01_00_11_10>(x),
+            _mm256_and_si256(x, hi_mask),
+        );
+        _mm256_xor_si256(s, t)
+    }
+
+    /// All ones if `lsb(x)`, else zero.
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn lsb_mask(x: __m128i) -> __m128i {
+        let low = _mm_shuffle_epi32::<0b01_00_01_00>(x);
+        _mm_sub_epi64(
+            _mm_setzero_si128(),
+            _mm_and_si128(low, _mm_set_epi64x(1, 1)),
+        )
+    }
+
+    /// The tweak `2 g + odd` in both lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn tweak2(g: u64, odd: u64) -> __m256i {
+        let j = (g << 1 | odd) as i64;
+        _mm256_set_epi64x(0, j, 0, j)
+    }
+
+    #[inline(always)]
+    fn load_bytes(b: &[u8]) -> __m128i {
+        assert!(b.len() >= 16);
+        // SAFETY: at least 16 readable bytes (checked); no alignment needed.
+        unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+    }
+
+    #[inline(always)]
+    fn store_bytes(b: &mut [u8], v: __m128i) {
+        assert!(b.len() >= 16);
+        // SAFETY: at least 16 writable bytes (checked).
+        unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
+    }
+
+    /// See `Hasher::garble_ands`: two passes of four gates, each pass eight
+    /// registers `(A0 | A1)`, `(B0 | B1)` through the hash.
+    #[target_feature(enable = "aes,sse2,avx2,vaes")]
+    pub(super) fn garble_ands(
+        rk: &[[u8; 16]; 11],
+        delta: Block,
+        a0: &[Block],
+        b0: &[Block],
+        gate: u64,
+        tables: &mut [u8],
+        out: &mut [Block],
+    ) {
+        let n = a0.len();
+        assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
+        let k = keys256(rk);
+        let d = load(&delta);
+        for p in 0..n.div_ceil(4) {
+            let lo = 4 * p;
+            let m = (n - lo).min(4);
+            let mut pre = [_mm256_setzero_si256(); 8];
+            let mut a = [_mm_setzero_si128(); 4];
+            let mut b = [_mm_setzero_si128(); 4];
+            for i in 0..m {
+                let g = gate + (lo + i) as u64;
+                a[i] = load(&a0[lo + i]);
+                b[i] = load(&b0[lo + i]);
+                let aa = _mm256_set_m128i(_mm_xor_si128(a[i], d), a[i]);
+                let bb = _mm256_set_m128i(_mm_xor_si128(b[i], d), b[i]);
+                pre[2 * i] = pre256(aa, tweak2(g, 0));
+                pre[2 * i + 1] = pre256(bb, tweak2(g, 1));
+            }
+            let h = mmo8(&k, &pre);
+            for i in 0..m {
+                let (ha0, ha1) = (
+                    _mm256_castsi256_si128(h[2 * i]),
+                    _mm256_extracti128_si256::<1>(h[2 * i]),
+                );
+                let (hb0, hb1) = (
+                    _mm256_castsi256_si128(h[2 * i + 1]),
+                    _mm256_extracti128_si256::<1>(h[2 * i + 1]),
+                );
+                let pa = lsb_mask(a[i]);
+                let pb = lsb_mask(b[i]);
+                let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+                let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
+                let te = _mm_xor_si128(_mm_xor_si128(hb0, hb1), a[i]);
+                let we0 = _mm_xor_si128(hb0, _mm_and_si128(_mm_xor_si128(te, a[i]), pb));
+                let t = &mut tables[32 * (lo + i)..32 * (lo + i) + 32];
+                store_bytes(&mut t[..16], tg);
+                store_bytes(&mut t[16..], te);
+                store(&mut out[lo + i], _mm_xor_si128(wg0, we0));
+            }
+        }
+    }
+
+    /// See `Hasher::eval_ands`: one register `(Wa | Wb)` per gate.
+    #[target_feature(enable = "aes,sse2,avx2,vaes")]
+    pub(super) fn eval_ands(
+        rk: &[[u8; 16]; 11],
+        wa: &[Block],
+        wb: &[Block],
+        gate: u64,
+        tables: &[u8],
+        out: &mut [Block],
+    ) {
+        let n = wa.len();
+        assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
+        let k = keys256(rk);
+        let mut pre = [_mm256_setzero_si256(); 8];
+        let mut a = [_mm_setzero_si128(); 8];
+        let mut b = [_mm_setzero_si128(); 8];
+        for i in 0..n {
+            let g = gate + i as u64;
+            a[i] = load(&wa[i]);
+            b[i] = load(&wb[i]);
+            let j = (g << 1) as i64;
+            let t = _mm256_set_epi64x(0, j | 1, 0, j);
+            pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), t);
+        }
+        let h = mmo8(&k, &pre);
+        for i in 0..n {
+            let ha = _mm256_castsi256_si128(h[i]);
+            let hb = _mm256_extracti128_si256::<1>(h[i]);
+            let t = &tables[32 * i..32 * i + 32];
+            let tg = load_bytes(&t[..16]);
+            let te = load_bytes(&t[16..]);
+            let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+            let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+            store(&mut out[i], _mm_xor_si128(wg, we));
+        }
     }
 }
 
