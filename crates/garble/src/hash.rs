@@ -302,6 +302,11 @@ impl Hasher {
         self.aes.backend()
     }
 
+    #[cfg(test)]
+    pub(crate) fn no_vaes_for_tests(&mut self) {
+        self.aes.vaes = false;
+    }
+
     /// `xs[i] = H(xs[i], tweaks[i])`.
     #[inline]
     pub fn hash(&self, xs: &mut [Block], tweaks: &[Block]) {
