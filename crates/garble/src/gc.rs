@@ -20,8 +20,12 @@
 //! `WE = H(Wb, j') ^ sb (TE ^ Wa)` and `Wc = WG ^ WE`.
 //!
 //! Gates of one AND run are independent (see [`crate::program`]), so they
-//! are processed [`BATCH`] at a time: the garbler hashes 4 x 8 = 32 blocks in
-//! one call, the evaluator 16, which keeps eight or more AES blocks in flight.
+//! are processed [`BATCH`] at a time: the garbler hashes 4 x 8 = 32 blocks,
+//! the evaluator 16, which keeps eight or more AES blocks in flight. With
+//! VAES the whole batch (hash inputs, the hash, the half-gates formulas and
+//! the table) stays in vector registers (`Hasher::garble_ands`/`eval_ands`);
+//! otherwise the generic code below runs over [`Hasher::hash`]. A test keeps
+//! the two byte-identical.
 //! Tables go into a caller-provided buffer that is handed to a sink whenever
 //! it fills: no per-gate allocation, and the garbled circuit is never held.
 

@@ -19,9 +19,19 @@
 //! list when it is assigned and returns the slot after the wire's last read
 //! (outputs stay live to the end). Label memory during garbling is therefore
 //! `16 bytes x` the largest number of simultaneously live wires of the
-//! schedule ([`Program::num_slots`]), not the number of wires or gates. The
-//! garbled tables are never stored: they stream to the channel in fixed-size
-//! chunks. (The compiled gate list itself is, like the circuit, in memory.)
+//! schedule ([`Program::num_slots`], plus two slots for the constants),
+//! rounded up to a power of two ([`Program::label_capacity`]: a slot masked
+//! with `capacity - 1` needs no bounds check), not the number of wires or
+//! gates. The garbled tables are never stored: they stream to the channel in
+//! fixed-size chunks. (The compiled gate list itself is, like the circuit, in
+//! memory: 12 bytes a gate.)
+//!
+//! # Gates
+//!
+//! AND gates are `[a, b, out]` slot triples; every other gate becomes an XOR
+//! triple too (INV is XOR with the constant-1 slot, whose garbler label is
+//! `R` and evaluator label zero; EQ and EQW use the constant slots), so a run
+//! of free gates is one branch-free loop of `l[out] = l[a] ^ l[b]`.
 
 use sha2::{Digest, Sha256};
 
