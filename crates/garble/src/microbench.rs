@@ -99,6 +99,12 @@ pub const GATE_BLOCK: usize = 1 << 16;
 /// by the evaluation. Repeating one block keeps the gate list in the cache:
 /// one program of four million XOR gates has a 48 MB gate list, and its
 /// time per gate would be the memory bandwidth of reading it, not the gate.
+///
+/// Never inlined: inlined into a large caller (the `gc-2pc` scenario's run), its
+/// garbling loop was compiled as a separate, slower instance of `gc::garble`
+/// (measured 17-18 ns per AND against 12-14 ns here, with the same kernels), so the
+/// figure depended on who asked for it.
+#[inline(never)]
 pub fn gate_timing(
     kind: GateKind,
     gates: usize,
