@@ -25,7 +25,7 @@
 //! * `hotcalls-ocall-warm`: 8,600 cycles per ocall round trip, warm cache (same source).
 //! * `hotcalls-ocall-cold`: 14,000 cycles per ocall round trip, cold cache (same source).
 //! * `sgxbox-ecall`: 3.5 µs per regular ecall, the middle of the 2–5 µs SGXBox reports for
-//!   a regular SGX ecall (Applied Sciences 11, 2021; see `docs/` SCENARIOS: transitions), at
+//!   a regular SGX ecall (Applied Sciences 11, 2021; the presets table is in `docs/enclave.md`), at
 //!   an assumed 3 GHz: 10,500 cycles per round trip.
 
 use crate::Error;
