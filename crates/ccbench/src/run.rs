@@ -75,6 +75,10 @@ pub fn env() -> Result<ExitCode> {
     if let Some(o) = env.harness_overhead_ns {
         println!("harness overhead  {o:.2} ns per iteration (batched empty operation)");
     }
+    if let Some(l) = env.load_avg_1m {
+        let busy = if env.busy() { " (busy)" } else { "" };
+        println!("load average      {l:.2} (1 minute){busy}");
+    }
     println!("time              {}", env.time_utc);
     Ok(ExitCode::SUCCESS)
 }
@@ -160,6 +164,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let bar = Bar::new(args.quiet);
 
     let env = capture_env();
+    if env.busy() {
+        bar.println(&format!(
+            "warning: the machine is busy (load average {:.2} on {} cores): timings will be \
+             inflated; the report says so",
+            env.load_avg_1m.unwrap_or_default(),
+            env.cores
+        ));
+    }
     sink.emit(&Record::new(
         "run",
         "host",

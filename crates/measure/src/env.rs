@@ -69,6 +69,28 @@ pub struct Env {
     /// The harness's per-iteration overhead on an empty operation, in ns, measured at start-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_overhead_ns: Option<f64>,
+    /// The 1-minute load average when the run started (`/proc/loadavg`): other work on the
+    /// machine, which inflates timings and starves spinning workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_avg_1m: Option<f64>,
+}
+
+impl Env {
+    /// Whether the machine was busy when the run started: a 1-minute load average of at
+    /// least a quarter of the cores (at least 0.5), so that some core was likely shared.
+    pub fn busy(&self) -> bool {
+        self.load_avg_1m
+            .is_some_and(|l| l >= (self.cores as f64 / 4.0).max(0.5))
+    }
+}
+
+/// Parses the 1-minute load average from `/proc/loadavg` text.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace()
+        .next()?
+        .parse::<f64>()
+        .ok()
+        .filter(|l| l.is_finite() && *l >= 0.0)
 }
 
 fn read(path: impl AsRef<Path>) -> String {
@@ -139,6 +161,7 @@ impl Env {
             build,
             time_utc: rfc3339_utc(SystemTime::now()),
             harness_overhead_ns: None,
+            load_avg_1m: parse_loadavg(&read("/proc/loadavg")),
         }
     }
 }
@@ -182,6 +205,32 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2000-02-29T01:01:01Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_305_600); // 2026-11-22
         assert_eq!(rfc3339_utc(t), "2026-11-22T00:00:00Z");
+    }
+
+    #[test]
+    fn parses_loadavg_and_judges_busy() {
+        assert_eq!(parse_loadavg("1.72 0.94 0.59 3/412 10226\n"), Some(1.72));
+        assert_eq!(parse_loadavg(""), None);
+        assert_eq!(parse_loadavg("nan 1 1"), None);
+        assert_eq!(parse_loadavg("-1 1 1"), None);
+        let mut env = Env::capture(BuildInfo {
+            version: "0".into(),
+            git_commit: "x".into(),
+            profile: "release".into(),
+            rustc: "r".into(),
+        });
+        env.cores = 2;
+        env.load_avg_1m = Some(0.3);
+        assert!(!env.busy());
+        env.load_avg_1m = Some(0.5);
+        assert!(env.busy());
+        env.cores = 16;
+        env.load_avg_1m = Some(3.9);
+        assert!(!env.busy());
+        env.load_avg_1m = Some(4.0);
+        assert!(env.busy());
+        env.load_avg_1m = None;
+        assert!(!env.busy());
     }
 
     #[test]

@@ -298,7 +298,18 @@ fn env_section(b: &mut Builder<'_>, env: &measure::env::Env) {
             format!("{} per iteration", units::duration_ns(o)),
         );
     }
+    if let Some(l) = env.load_avg_1m {
+        row("load average", format!("{l:.2} (1 minute, at start)"));
+    }
     b.blocks.push(Block::Table(t));
+    if env.busy() {
+        b.blocks.push(Block::Warning(format!(
+            "The machine was busy when the run started (load average {:.2} on {} cores): \
+             timings are inflated, and spinning switchless workers may be starved.",
+            env.load_avg_1m.unwrap_or_default(),
+            env.cores
+        )));
+    }
 }
 
 fn backend_section(b: &mut Builder<'_>, scenario: &str, backend: &str, recs: &[&Record]) {

@@ -111,6 +111,25 @@ fn failed_checks_lead_the_report() {
 }
 
 #[test]
+fn a_busy_machine_is_flagged() {
+    let md = report::render_markdown(&[fixture::env()], &no_sample_plots());
+    assert!(
+        md.contains("| load average     | 0.10 (1 minute, at start)"),
+        "{md}"
+    );
+    assert!(!md.contains("machine was busy"), "{md}");
+    let mut busy = fixture::env();
+    if let measure::record::Body::Env(e) = &mut busy.body {
+        e.load_avg_1m = Some(1.5);
+    }
+    let md = report::render_markdown(&[busy], &no_sample_plots());
+    assert!(
+        md.contains("machine was busy when the run started (load average 1.50 on 2 cores)"),
+        "{md}"
+    );
+}
+
+#[test]
 fn every_kind_renders() {
     let records = fixture::all_kinds();
     let md = report::render_markdown(&records, &Options::default());
