@@ -237,6 +237,9 @@ impl Client {
             .map_err(|_| TxError::Client("worker RSA key unusable for OAEP".into()))?;
         let hpke = HpkePublicKey::from_bytes(&keys.hpke)
             .map_err(|e| TxError::Client(format!("worker HPKE key: {e}")))?;
+        if accounts.is_empty() {
+            return Err(TxError::Client("a state needs at least one account".into()));
+        }
         let module_hash = sha256(&module);
         Ok(Client {
             keys,
@@ -272,7 +275,7 @@ impl Client {
         let i = self.next;
         self.next = self.next.wrapping_add(1);
         Payload {
-            account: self.accounts[i % self.accounts.len().max(1)],
+            account: self.accounts[i % self.accounts.len()],
             amount: 1 + (i % 7) as u64,
             wasm_hash: self.module_hash,
         }
@@ -508,7 +511,7 @@ pub fn published_alone_ns() -> BTreeMap<Step, f64> {
     BTreeMap::from([(Step::RsaDecrypt, 2.3e6)])
 }
 
-fn f64_param(r: &Record, key: &str) -> Option<String> {
+fn str_param(r: &Record, key: &str) -> Option<String> {
     match r.params.get(key) {
         Some(Value::Str(s)) => Some(s.clone()),
         _ => None,
@@ -522,7 +525,7 @@ pub fn throughputs(records: &[Record], backend: &str) -> BTreeMap<ConfigId, f64>
         .filter(|r| r.scenario == NAME && r.backend == backend)
         .filter_map(|r| match &r.body {
             Body::Measurement(m) if m.name == "tx" => {
-                let c = ConfigId::parse(&f64_param(r, "config")?)?;
+                let c = ConfigId::parse(&str_param(r, "config")?)?;
                 Some((c, m.ops_per_s))
             }
             _ => None,
@@ -537,7 +540,7 @@ pub fn alone_costs(records: &[Record], backend: &str) -> BTreeMap<Step, f64> {
         .filter(|r| r.scenario == NAME && r.backend == backend)
         .filter_map(|r| match &r.body {
             Body::Measurement(m) if m.name == "alone" => {
-                let name = f64_param(r, "step")?;
+                let name = str_param(r, "step")?;
                 let step = Step::ALL.into_iter().find(|s| s.name() == name)?;
                 Some((step, m.summary.median_ns))
             }
@@ -882,7 +885,7 @@ impl TxPipeline {
         let largest = out.records.iter().rev().find_map(|r| match &r.body {
             Body::Stages(s)
                 if r.backend == label
-                    && f64_param(r, "config").as_deref() == Some(ConfigId::Full.name()) =>
+                    && str_param(r, "config").as_deref() == Some(ConfigId::Full.name()) =>
             {
                 s.stages
                     .iter()
