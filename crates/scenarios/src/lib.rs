@@ -9,6 +9,7 @@ pub mod crypto;
 pub mod gc2pc;
 pub mod sealing;
 pub mod transitions;
+pub mod txpipeline;
 
 pub use context::{Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection};
 /// The transition-cost model the enclave scenarios accept (`--transition-cycles`).
@@ -66,6 +67,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &transitions::TransitionsScenario,
         &sealing::SealingScenario,
         &gc2pc::Gc2pc,
+        &txpipeline::TxPipeline,
     ]
 }
 
@@ -74,6 +76,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
 pub fn enclave_services() -> enclave::Registry {
     let r = enclave::Registry::new();
     let r = transitions::register(r);
+    let r = txpipeline::register(r);
     sealing::register(r)
 }
 
