@@ -5,53 +5,13 @@
 //! The sandbox enclave and the 2PC evaluator re-execute this test binary, so it has its own
 //! `main` (`harness = false`) that becomes the child when asked.
 
-use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
+mod common;
+
 use std::time::Duration;
 
+use common::{options, run, run_tests};
 use measure::record::{Body, Record, Value};
-use measure::sampler::SamplerConfig;
-use scenarios::{Context, Emit, NoProgress, RunOptions, ScenarioError, TransitionModel};
-
-struct Collect(Mutex<Vec<Record>>);
-
-impl Emit for Collect {
-    fn emit(&self, record: &Record) -> Result<(), ScenarioError> {
-        self.0.lock().unwrap().push(record.clone());
-        Ok(())
-    }
-}
-
-fn options(dir: &std::path::Path) -> RunOptions {
-    let mut o = RunOptions::quick(dir.to_path_buf());
-    // The platform key goes into the test's directory, not the user's data directory.
-    o.platform_key_dir = Some(dir.join("keys"));
-    o.sampler = Some(SamplerConfig {
-        warmup: Duration::from_millis(2),
-        samples: 5,
-        sample_time: Duration::from_micros(500),
-        max_time: Duration::from_millis(50),
-        min_samples: 3,
-    });
-    o
-}
-
-fn run(name: &str, opts: &RunOptions) -> Vec<Record> {
-    let sink = Collect(Mutex::new(Vec::new()));
-    let cancel = AtomicBool::new(false);
-    let ctx = Context::new(opts, &sink, &NoProgress, &cancel);
-    scenarios::find(name).unwrap().run(&ctx).unwrap();
-    let records = sink.0.into_inner().unwrap();
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../../docs/results.schema.json")).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    for r in &records {
-        let json: serde_json::Value =
-            serde_json::from_str(&measure::jsonl::to_line(r).unwrap()).unwrap();
-        assert!(v.is_valid(&json), "{json}");
-    }
-    records
-}
+use scenarios::TransitionModel;
 
 fn measurement<'a>(records: &'a [Record], backend: &str, name: &str) -> Vec<&'a Record> {
     records
@@ -141,11 +101,7 @@ fn transition_model_is_named_in_every_enclave_record() {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = options(dir.path());
     opts.transition_model = Some(TransitionModel::parse("hotcalls-ecall-warm").unwrap());
-    let sink = Collect(Mutex::new(Vec::new()));
-    let cancel = AtomicBool::new(false);
-    let ctx = Context::new(&opts, &sink, &NoProgress, &cancel);
-    scenarios::find("sealing").unwrap().run(&ctx).unwrap();
-    let records = sink.0.into_inner().unwrap();
+    let records = run("sealing", &opts);
     assert!(!records.is_empty());
     for r in &records {
         assert_eq!(
@@ -206,19 +162,5 @@ fn main() {
             transition_model_is_named_in_every_enclave_record,
         ),
     ];
-    let mut failed = Vec::new();
-    for (name, f) in tests {
-        print!("test {name} ... ");
-        match std::panic::catch_unwind(f) {
-            Ok(()) => println!("ok"),
-            Err(_) => {
-                println!("FAILED");
-                failed.push(name);
-            }
-        }
-    }
-    println!("{} tests, {} failed {failed:?}", tests.len(), failed.len());
-    if !failed.is_empty() {
-        std::process::exit(1);
-    }
+    run_tests(&tests);
 }

@@ -7,14 +7,13 @@
 //! The sandbox enclave re-executes this test binary, so it has its own `main`
 //! (`harness = false`) that becomes the enclave when asked.
 
-use std::path::Path;
-use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+mod common;
 
+use std::path::Path;
+
+use common::{options, run, run_tests};
 use enclave::{Backend, Enclave};
-use measure::record::{Body, Record, Value, Verdict};
-use measure::sampler::SamplerConfig;
+use measure::record::{Body, Value, Verdict};
 use parity_scale_codec::Encode;
 use scenarios::txpipeline::proto::{Payload, sha256};
 use scenarios::txpipeline::worker::STATE_FILE;
@@ -22,7 +21,6 @@ use scenarios::txpipeline::{
     self, Client, ConfigId, SERVICE, TxError, TxFault, accounts, counter_module, load_module,
     setup, submit, worker_builder,
 };
-use scenarios::{Context, Emit, NoProgress, RunOptions, ScenarioError};
 
 /// A worker with fresh RSA-2048 keys (fast to generate) and 4 accounts in `dir`.
 fn worker(backend: Backend, dir: &Path) -> (Enclave, Client) {
@@ -208,39 +206,9 @@ fn a_second_enclave_opens_the_sealed_keys() {
     ));
 }
 
-struct Collect(Mutex<Vec<Record>>);
-
-impl Emit for Collect {
-    fn emit(&self, record: &Record) -> Result<(), ScenarioError> {
-        self.0.lock().unwrap().push(record.clone());
-        Ok(())
-    }
-}
-
 fn the_scenario_runs_and_its_records_validate() {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = RunOptions::quick(dir.path().to_path_buf());
-    o.platform_key_dir = Some(dir.path().join("keys"));
-    o.sampler = Some(SamplerConfig {
-        warmup: Duration::from_millis(1),
-        samples: 3,
-        sample_time: Duration::from_micros(200),
-        max_time: Duration::from_millis(20),
-        min_samples: 2,
-    });
-    let sink = Collect(Mutex::new(Vec::new()));
-    let cancel = AtomicBool::new(false);
-    let ctx = Context::new(&o, &sink, &NoProgress, &cancel);
-    scenarios::find("tx-pipeline").unwrap().run(&ctx).unwrap();
-    let records = sink.0.into_inner().unwrap();
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../../docs/results.schema.json")).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    for r in &records {
-        let json: serde_json::Value =
-            serde_json::from_str(&measure::jsonl::to_line(r).unwrap()).unwrap();
-        assert!(v.is_valid(&json), "{json}");
-    }
+    let records = run("tx-pipeline", &options(dir.path()));
     for backend in ["native", "sandbox"] {
         let t = txpipeline::throughputs(&records, backend);
         assert_eq!(t.len(), ConfigId::ALL.len(), "{backend}");
@@ -292,19 +260,5 @@ fn main() {
             the_scenario_runs_and_its_records_validate,
         ),
     ];
-    let mut failed = Vec::new();
-    for (name, f) in tests {
-        print!("test {name} ... ");
-        match std::panic::catch_unwind(f) {
-            Ok(()) => println!("ok"),
-            Err(_) => {
-                println!("FAILED");
-                failed.push(name);
-            }
-        }
-    }
-    println!("{} tests, {} failed {failed:?}", tests.len(), failed.len());
-    if !failed.is_empty() {
-        std::process::exit(1);
-    }
+    run_tests(&tests);
 }
