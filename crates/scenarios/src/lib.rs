@@ -9,10 +9,14 @@ pub mod crypto;
 pub mod gc2pc;
 pub mod sealing;
 pub mod transitions;
+pub mod x509;
 
 pub use context::{Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection};
 /// The transition-cost model the enclave scenarios accept (`--transition-cycles`).
 pub use enclave::TransitionModel;
+/// The enclave allocator: binaries that run scenarios install it as their global allocator
+/// (`x509` switches its enclave process to a single-lock heap through it).
+pub use enclave::alloc::EnclaveAlloc;
 
 /// Why a scenario stopped.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +70,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &transitions::TransitionsScenario,
         &sealing::SealingScenario,
         &gc2pc::Gc2pc,
+        &x509::X509,
     ]
 }
 
@@ -74,7 +79,8 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
 pub fn enclave_services() -> enclave::Registry {
     let r = enclave::Registry::new();
     let r = transitions::register(r);
-    sealing::register(r)
+    let r = sealing::register(r);
+    x509::register(r)
 }
 
 /// Becomes the enclave, or the evaluator party of a `gc-2pc` session, and never returns

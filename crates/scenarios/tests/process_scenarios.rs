@@ -13,6 +13,10 @@ use measure::record::{Body, Record, Value};
 use measure::sampler::SamplerConfig;
 use scenarios::{Context, Emit, NoProgress, RunOptions, ScenarioError, TransitionModel};
 
+/// The enclave (this binary, re-executed) switches to the single-lock heap in `x509`.
+#[global_allocator]
+static ALLOC: scenarios::EnclaveAlloc = scenarios::EnclaveAlloc;
+
 struct Collect(Mutex<Vec<Record>>);
 
 impl Emit for Collect {
