@@ -687,8 +687,7 @@ impl X509 {
                     err,
                 )
             })?;
-            let mut p = params.clone();
-            p.insert("threads".into(), Value::from(t));
+            let p = params.clone();
             ctx.emit(
                 NAME,
                 cfg.config.label(),
@@ -817,7 +816,7 @@ fn comparison_table(sweeps: &[Sweep]) -> Table {
         title: "Chain verifications per second: published (Open Enclave, 2021) and ours".into(),
         columns: [
             "configuration",
-            "chain",
+            "chain / library",
             "threads (low)",
             "req/s (low)",
             "threads (high)",
