@@ -96,6 +96,15 @@ pub enum AllocError {
         /// Capacity asked for.
         requested: usize,
     },
+    /// The heap's region is reserved once per process, at the first switch; a later heap
+    /// may not be larger.
+    #[error("the heap's region was reserved at {reserved} bytes; cannot grow it to {requested}")]
+    Reserved {
+        /// Bytes reserved.
+        reserved: usize,
+        /// Capacity asked for.
+        requested: usize,
+    },
     /// This binary's global allocator is not [`EnclaveAlloc`], so switching has no effect.
     #[error(
         "the global allocator is not enclave::alloc::EnclaveAlloc; add it with #[global_allocator]"
@@ -128,7 +137,8 @@ pub struct EnclaveAlloc;
 
 /// The current mode, as a `u8` (0 system, 1 single lock): read on every allocation.
 static MODE: AtomicU8 = AtomicU8::new(0);
-/// Address range of the bounded heap's region (`len` 0: none), read on every deallocation.
+/// Address range of the bounded heap's region (`len` 0: none), read on every deallocation;
+/// set once per process and never changed.
 static HEAP_BASE: AtomicUsize = AtomicUsize::new(0);
 static HEAP_LEN: AtomicUsize = AtomicUsize::new(0);
 /// Requests the bounded heap could not serve; read by services after each unit of work.
@@ -228,9 +238,10 @@ fn lock() -> MutexGuard<'static, Bounded> {
 
 #[inline(always)]
 fn in_heap(ptr: *mut u8) -> bool {
-    // With no heap, `HEAP_LEN` is 0 and the comparison is always false.
-    (ptr as usize).wrapping_sub(HEAP_BASE.load(Ordering::Relaxed))
-        < HEAP_LEN.load(Ordering::Relaxed)
+    // With no heap, `HEAP_LEN` is 0 and the comparison is always false. The length is
+    // loaded first (acquire, a plain load on x86-64): once it is non-zero, the base is set.
+    let len = HEAP_LEN.load(Ordering::Acquire);
+    (ptr as usize).wrapping_sub(HEAP_BASE.load(Ordering::Relaxed)) < len
 }
 
 /// The slow path of an allocation in single-lock mode.
@@ -329,8 +340,10 @@ pub fn mode() -> Mode {
 }
 
 /// Switches new allocations to a bounded heap of `capacity` bytes behind one global lock.
-/// The heap is reserved from the system once; calling again with the same capacity keeps it,
-/// another capacity replaces it when it holds nothing. Fails with
+/// The heap's region is reserved from the system at the first call and kept for the life of
+/// the process (so that the address check routing frees is never stale); calling again with
+/// the same capacity keeps the heap, another capacity (up to the reserved size) starts a new
+/// heap over the region when the current one holds nothing. Fails with
 /// [`AllocError::NotInstalled`] (and switches back) when [`EnclaveAlloc`] is not this
 /// binary's global allocator.
 pub fn use_single_lock(capacity: usize) -> Result<(), AllocError> {
@@ -349,41 +362,37 @@ pub fn use_single_lock(capacity: usize) -> Result<(), AllocError> {
                     requested: capacity,
                 });
             }
-            let layout = Layout::from_size_align(capacity, 4096)
-                .map_err(|_| AllocError::Capacity(capacity))?;
-            // SAFETY: `layout` has a non-zero size (checked above).
-            let region = unsafe { System.alloc(layout) };
-            if region.is_null() {
-                return Err(AllocError::Reserve(capacity));
-            }
-            let old = (
-                HEAP_BASE.load(Ordering::Relaxed),
-                heap.capacity,
-                std::mem::replace(&mut *heap, Bounded::empty()),
-            );
-            // SAFETY: `region` is a fresh, exclusively owned, 4096-aligned block of
-            // `capacity` bytes that is never freed while it may hold allocations (only when
-            // replaced empty, below).
+            let reserved = HEAP_LEN.load(Ordering::Acquire);
+            let region = if reserved == 0 {
+                let layout = Layout::from_size_align(capacity, 4096)
+                    .map_err(|_| AllocError::Capacity(capacity))?;
+                // SAFETY: `layout` has a non-zero size (checked above).
+                let region = unsafe { System.alloc(layout) };
+                if region.is_null() {
+                    return Err(AllocError::Reserve(capacity));
+                }
+                // Published once for the life of the process, base before length: a reader
+                // that sees the length (acquire) sees the base. The region is never freed,
+                // so nothing the system allocator returns can ever fall inside it.
+                HEAP_BASE.store(region as usize, Ordering::Relaxed);
+                HEAP_LEN.store(capacity, Ordering::Release);
+                region
+            } else if capacity <= reserved {
+                HEAP_BASE.load(Ordering::Relaxed) as *mut u8
+            } else {
+                return Err(AllocError::Reserved {
+                    reserved,
+                    requested: capacity,
+                });
+            };
+            let old = std::mem::replace(&mut *heap, Bounded::empty());
+            // SAFETY: `region` is the process's reserved heap region, 4096-aligned, at least
+            // `capacity` bytes, never freed, and used by nothing else: the previous heap over
+            // it holds no live allocation (checked above) and is dropped here.
             unsafe { heap.init(region, capacity) };
-            heap.rust_allocs = old.2.rust_allocs;
-            heap.c_allocs = old.2.c_allocs;
-            heap.frees = old.2.frees;
-            // Publish the new range before any allocation can come from it (both under the
-            // lock that every heap allocation takes). Pointers into the old region would be
-            // misrouted afterwards, which is why it must hold nothing.
-            HEAP_LEN.store(0, Ordering::SeqCst);
-            HEAP_BASE.store(region as usize, Ordering::SeqCst);
-            HEAP_LEN.store(capacity, Ordering::SeqCst);
-            if old.1 != 0 {
-                // SAFETY: the old region came from `System.alloc` with this layout and holds
-                // no live allocation (checked above).
-                unsafe {
-                    System.dealloc(
-                        old.0 as *mut u8,
-                        Layout::from_size_align_unchecked(old.1, 4096),
-                    )
-                };
-            }
+            heap.rust_allocs = old.rust_allocs;
+            heap.c_allocs = old.c_allocs;
+            heap.frees = old.frees;
         }
     }
     MODE.store(1, Ordering::SeqCst);

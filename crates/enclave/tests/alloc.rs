@@ -28,7 +28,7 @@ fn system_mode_serves_from_the_system() {
 
 fn single_lock_serves_rust_and_c_from_the_heap() {
     let held_from_system = vec![7u8; 1000];
-    // Replaces the empty 16 KiB heap of the previous step.
+    // Replaces the empty 16 KiB heap of the previous step, over the same region.
     alloc::use_single_lock(1 << 20).unwrap();
     assert_eq!(alloc::mode(), Mode::SingleLock);
     let s0 = alloc::stats();
@@ -57,8 +57,16 @@ fn single_lock_serves_rust_and_c_from_the_heap() {
 }
 
 fn exhaustion_falls_back_and_counts() {
-    // First use of the heap: nothing lives in it yet (aws-lc's global state, allocated in a
-    // later step, will stay there for the life of the process).
+    // The first switch reserves the region for the life of the process (1 MiB); later heaps
+    // may be smaller, not larger.
+    alloc::use_single_lock(1 << 20).unwrap();
+    alloc::use_system();
+    assert!(matches!(
+        alloc::use_single_lock(2 << 20),
+        Err(alloc::AllocError::Reserved { .. })
+    ));
+    // Nothing lives in the heap yet (aws-lc's global state, allocated in a later step, will
+    // stay there for the life of the process), so a tiny heap can replace it.
     alloc::use_single_lock(8192).unwrap();
     let before = alloc::over_budget_events();
     let big = vec![3u8; 64 << 10];
