@@ -129,6 +129,8 @@ pub struct HeapStats {
     pub frees: u64,
     /// Requests it could not serve (served by the system allocator instead).
     pub over_budget: u64,
+    /// Acquisitions of its lock that found it held by another thread (and waited).
+    pub contended: u64,
 }
 
 /// The switchable global allocator. Install it with `#[global_allocator]` in every binary
@@ -158,6 +160,7 @@ pub(crate) struct Bounded {
     rust_allocs: u64,
     c_allocs: u64,
     frees: u64,
+    contended: u64,
 }
 
 /// Who asked for memory.
@@ -176,6 +179,7 @@ impl Bounded {
             rust_allocs: 0,
             c_allocs: 0,
             frees: 0,
+            contended: 0,
         }
     }
 
@@ -225,6 +229,7 @@ impl Bounded {
             c_allocs: self.c_allocs,
             frees: self.frees,
             over_budget: OVER_BUDGET.load(Ordering::Relaxed),
+            contended: self.contended,
         }
     }
 }
@@ -234,6 +239,19 @@ impl Bounded {
 /// not begun), so the guard is taken anyway.
 fn lock() -> MutexGuard<'static, Bounded> {
     HEAP.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Locks the heap for an allocation or a free, counting the acquisitions that had to wait.
+fn lock_counting() -> MutexGuard<'static, Bounded> {
+    match HEAP.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            let mut g = lock();
+            g.contended += 1;
+            g
+        }
+    }
 }
 
 #[inline(always)]
@@ -248,7 +266,7 @@ fn in_heap(ptr: *mut u8) -> bool {
 #[cold]
 #[inline(never)]
 fn alloc_bounded(layout: Layout, origin: Origin) -> *mut u8 {
-    if let Some(p) = lock().alloc(layout, origin) {
+    if let Some(p) = lock_counting().alloc(layout, origin) {
         return p.as_ptr();
     }
     OVER_BUDGET.fetch_add(1, Ordering::Relaxed);
@@ -267,7 +285,7 @@ unsafe fn dealloc_bounded(ptr: *mut u8, layout: Layout) {
     if let Some(p) = NonNull::new(ptr) {
         // SAFETY: forwarded from the caller's contract; the region is only ever handed out
         // by the heap behind this lock.
-        unsafe { lock().dealloc(p, layout) };
+        unsafe { lock_counting().dealloc(p, layout) };
     }
 }
 
@@ -393,6 +411,7 @@ pub fn use_single_lock(capacity: usize) -> Result<(), AllocError> {
             heap.rust_allocs = old.rust_allocs;
             heap.c_allocs = old.c_allocs;
             heap.frees = old.frees;
+            heap.contended = old.contended;
         }
     }
     MODE.store(1, Ordering::SeqCst);

@@ -463,6 +463,7 @@ impl AllocReport {
             h.c_allocs,
             h.frees,
             h.over_budget,
+            h.contended,
         ]
         .iter()
         .flat_map(|v| v.to_le_bytes())
@@ -487,6 +488,7 @@ impl AllocReport {
                 c_allocs: v(6)?,
                 frees: v(7)?,
                 over_budget: v(8)?,
+                contended: v(9)?,
             },
         })
     }
@@ -636,7 +638,10 @@ struct Sweep {
     cfg: X509Config,
     key: KeyKind,
     passes: Vec<DurationPass>,
+    /// The allocator's counters at the end (sandbox only).
     stats: Option<AllocReport>,
+    /// What each pass added to the bounded heap's counters (sandbox only).
+    deltas: Vec<alloc::HeapStats>,
 }
 
 /// The `x509` scenario.
@@ -668,6 +673,15 @@ impl X509 {
         // The chain must verify before it is timed: a failure is an error, not a zero.
         verify(&e).map_err(boundary::call_failed("verifying the chain once"))?;
         let params = self.params(ctx, cfg, chain);
+        let sandbox = cfg.config.backend == Backend::Sandbox;
+        let counters = || -> Result<AllocReport, ScenarioError> {
+            let b = e
+                .ecall(id::STATS, &[])
+                .map_err(boundary::call_failed("reading the allocator's counters"))?;
+            AllocReport::decode(&b).map_err(|err| ScenarioError::step("allocator counters", err))
+        };
+        let mut last = if sandbox { Some(counters()?) } else { None };
+        let mut deltas = Vec::new();
         let mut passes = Vec::new();
         let mut points: Vec<ScalingPoint> = Vec::new();
         for &t in threads {
@@ -701,24 +715,19 @@ impl X509 {
             ctx.emit(NAME, cfg.config.label(), p, Body::Scaling(point.clone()))?;
             points.push(point);
             passes.push(pass);
+            if let Some(before) = last {
+                let now = counters()?;
+                deltas.push(delta(&before.heap, &now.heap));
+                last = Some(now);
+            }
             ctx.progress().advance(1);
         }
-        let stats = match cfg.config.backend {
-            Backend::Native => None,
-            Backend::Sandbox => Some(
-                e.ecall(id::STATS, &[])
-                    .map_err(boundary::call_failed("reading the allocator's counters"))
-                    .and_then(|b| {
-                        AllocReport::decode(&b)
-                            .map_err(|err| ScenarioError::step("allocator counters", err))
-                    })?,
-            ),
-        };
         Ok(Sweep {
             cfg: cfg.clone(),
             key: chain.key,
             passes,
-            stats,
+            stats: last,
+            deltas,
         })
     }
 
@@ -844,41 +853,53 @@ fn comparison_table(sweeps: &[Sweep]) -> Table {
 /// The enclave allocator's counters per sandbox configuration: how many allocations a
 /// verification makes through it, by origin.
 fn alloc_table(sweeps: &[Sweep]) -> Option<Table> {
-    let rows: Vec<Vec<Value>> = sweeps
-        .iter()
-        .filter_map(|s| {
-            let st = s.stats?;
-            let verifications: u64 = s.passes.iter().map(|p| p.ops_total).sum();
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    for s in sweeps {
+        let Some(st) = s.stats.filter(|st| st.heap.capacity > 0) else {
+            continue;
+        };
+        for (pass, d) in s.passes.iter().zip(&s.deltas) {
             let per = |n: u64| {
-                if verifications > 0 {
-                    (n as f64 / verifications as f64 * 10.0).round() / 10.0
+                if pass.ops_total > 0 {
+                    (n as f64 / pass.ops_total as f64 * 10.0).round() / 10.0
                 } else {
                     0.0
                 }
             };
-            Some(vec![
+            let acquisitions = d.rust_allocs + d.c_allocs + d.frees;
+            rows.push(vec![
                 Value::from(s.cfg.title()),
                 Value::from(s.key.name()),
+                Value::from(pass.threads),
+                Value::from(pass.ops_total),
+                Value::from(per(d.rust_allocs)),
+                Value::from(per(d.c_allocs)),
+                Value::from(if acquisitions > 0 {
+                    (d.contended as f64 / acquisitions as f64 * 1000.0).round() / 10.0
+                } else {
+                    0.0
+                }),
+                Value::from(d.over_budget),
                 Value::from(st.heap.capacity),
                 Value::from(st.heap.peak),
-                Value::from(per(st.heap.rust_allocs)),
-                Value::from(per(st.heap.c_allocs)),
-                Value::from(st.heap.over_budget),
                 Value::from(if st.aws_lc_routed { "yes" } else { "no" }),
-            ])
-        })
-        .collect();
+            ]);
+        }
+    }
     (!rows.is_empty()).then(|| Table {
         name: "enclave-allocator".into(),
-        title: "The enclave's allocator: bounded-heap use per verification".into(),
+        title: "The enclave's single-lock heap, per pass".into(),
         columns: [
             "configuration",
             "chain",
-            "heap bytes",
-            "peak bytes",
+            "threads",
+            "verifications",
             "Rust allocs / verification",
             "aws-lc allocs / verification",
+            "lock waits %",
             "over budget",
+            "heap bytes",
+            "peak bytes",
             "aws-lc routed",
         ]
         .map(String::from)
@@ -886,12 +907,26 @@ fn alloc_table(sweeps: &[Sweep]) -> Option<Table> {
         rows,
         source: None,
         notes: vec![
-            "With the system allocator the bounded heap is unused (zeros). Counts include the \
-             one-off verification before the passes and the enclave's start-up, spread over \
-             all verifications."
+            "Lock waits: allocations and frees that found the heap's lock held by another \
+             thread, as a share of all of them — the cost the original's enclave paid. The \
+             system allocator's configurations do not use the bounded heap."
                 .into(),
         ],
     })
+}
+
+/// What the heap's counters grew by from `a` to `b` (capacity and peak: `b`'s).
+fn delta(a: &alloc::HeapStats, b: &alloc::HeapStats) -> alloc::HeapStats {
+    alloc::HeapStats {
+        capacity: b.capacity,
+        in_use: b.in_use,
+        peak: b.peak,
+        rust_allocs: b.rust_allocs.saturating_sub(a.rust_allocs),
+        c_allocs: b.c_allocs.saturating_sub(a.c_allocs),
+        frees: b.frees.saturating_sub(a.frees),
+        over_budget: b.over_budget.saturating_sub(a.over_budget),
+        contended: b.contended.saturating_sub(a.contended),
+    }
 }
 
 fn chain_table(chains: &[(Chain, bool)]) -> Table {
@@ -1248,6 +1283,7 @@ mod tests {
             key: KeyKind::Rsa2048,
             passes: vec![pass(1, rates[0]), pass(2, rates[1])],
             stats: None,
+            deltas: Vec::new(),
         };
         let sweeps = [
             sweep(0, [1000.0, 1900.0]),
@@ -1276,6 +1312,34 @@ mod tests {
             c.iter().all(|(_, _, c)| c.verdict == Verdict::Warn),
             "{c:?}"
         );
+        // The allocator table: one row per single-lock pass, from the counters' growth.
+        let heap = |rust, c, frees, contended| alloc::HeapStats {
+            capacity: 1 << 21,
+            in_use: 0,
+            peak: 4096,
+            rust_allocs: rust,
+            c_allocs: c,
+            frees,
+            over_budget: 0,
+            contended,
+        };
+        let mut single = sweep(2, [600.0, 700.0]);
+        single.stats = Some(AllocReport {
+            mode: Mode::SingleLock,
+            aws_lc_routed: true,
+            heap: heap(0, 0, 0, 0),
+        });
+        single.deltas = vec![
+            heap(3000, 42_000, 45_000, 0),
+            delta(&heap(1, 1, 1, 1), &heap(3501, 49_001, 52_501, 10_501)),
+        ];
+        assert!(alloc_table(&sweeps).is_none());
+        let t = alloc_table(std::slice::from_ref(&single)).unwrap();
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0][4], Value::from(5.0));
+        assert_eq!(t.rows[0][5], Value::from(70.0));
+        assert_eq!(t.rows[0][6], Value::from(0.0));
+        assert_eq!(t.rows[1][6], Value::from(10.0));
         let p = scaling_point(&sweeps[0].passes[1], None);
         assert_eq!((p.speedup, p.efficiency), (1.0, 1.0));
         let base = scaling_point(&sweeps[0].passes[0], None);
