@@ -988,22 +988,12 @@ pub fn two_thread_headroom(each: Duration) -> f64 {
     if one > 0.0 { rate(2) / one } else { 0.0 }
 }
 
-/// The issue's checks, on this machine's numbers. `headroom`: cores two spinning threads got
-/// before and after the sweeps ([`two_thread_headroom`]).
-fn checks(sweeps: &[Sweep], headroom: [f64; 2]) -> Vec<(String, Params, Check)> {
-    let free = (headroom[0] + headroom[1]) / 2.0;
-    let busy = if free < 1.7 {
-        format!(
-            "; two spinning threads got only {:.2} and {:.2} cores before and after the sweeps \
-             (busy neighbours): scaling to 2 threads cannot show here",
-            headroom[0], headroom[1]
-        )
-    } else {
-        format!(
-            "; two spinning threads got {:.2} and {:.2} cores before and after",
-            headroom[0], headroom[1]
-        )
-    };
+/// The issue's checks, on this machine's numbers. `headroom(key)`: the cores two spinning
+/// threads got before and after that chain's sweeps ([`two_thread_headroom`]).
+fn checks(
+    sweeps: &[Sweep],
+    headroom: &dyn Fn(KeyKind) -> [f64; 2],
+) -> Vec<(String, Params, Check)> {
     let mut out = Vec::new();
     let find = |backend: Backend, alloc: &str, key: KeyKind| {
         sweeps.iter().find(|s| {
@@ -1012,6 +1002,20 @@ fn checks(sweeps: &[Sweep], headroom: [f64; 2]) -> Vec<(String, Params, Check)> 
     };
     let verdict = |ok: bool| if ok { Verdict::Pass } else { Verdict::Warn };
     for key in KeyKind::ALL {
+        let h = headroom(key);
+        let free = (h[0] + h[1]) / 2.0;
+        let busy = if free < 1.7 {
+            format!(
+                "; two spinning threads got only {:.2} and {:.2} cores before and after these \
+                 sweeps (busy neighbours): scaling to 2 threads cannot show here",
+                h[0], h[1]
+            )
+        } else {
+            format!(
+                "; two spinning threads got {:.2} and {:.2} cores before and after",
+                h[0], h[1]
+            )
+        };
         let p = measure::params! {"key" => key.name()};
         let native = find(Backend::Native, "system", key);
         let system = find(Backend::Sandbox, "system", key);
@@ -1145,12 +1149,14 @@ impl Scenario for X509 {
             chains.push(self.chain(ctx, key)?);
         }
         let spin = Duration::from_millis(150);
-        let headroom = two_thread_headroom(spin);
+        let mut headroom = Vec::new();
         let mut sweeps = Vec::new();
         for (chain, _) in &chains {
+            let before = two_thread_headroom(spin);
             for cfg in &configs {
                 sweeps.push(self.sweep(ctx, cfg, chain, &threads, duration)?);
             }
+            headroom.push((chain.key, [before, two_thread_headroom(spin)]));
         }
         let all = match &ctx.options.transition_model {
             Some(m) => measure::params! {"transition_model" => m.name()},
@@ -1169,7 +1175,12 @@ impl Scenario for X509 {
         if let Some(t) = alloc_table(&sweeps) {
             ctx.emit(NAME, "sandbox", all.clone(), Body::Table(t))?;
         }
-        for (backend, mut p, check) in checks(&sweeps, [headroom, two_thread_headroom(spin)]) {
+        for (backend, mut p, check) in checks(&sweeps, &|key| {
+            headroom
+                .iter()
+                .find(|h| h.0 == key)
+                .map_or([0.0; 2], |h| h.1)
+        }) {
             p.extend(all.clone());
             ctx.emit(NAME, &backend, p, Body::Check(check))?;
         }
@@ -1295,7 +1306,7 @@ mod tests {
         assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
         assert_eq!(t.rows[0][7], Value::from(5.34));
         assert!(t.source.as_deref().unwrap().contains("Open Enclave"));
-        let c = checks(&sweeps, [2.0, 1.9]);
+        let c = checks(&sweeps, &|_| [2.0, 1.9]);
         assert_eq!(c.len(), 3);
         assert!(
             c.iter().all(|(_, _, c)| c.verdict == Verdict::Pass),
@@ -1306,7 +1317,7 @@ mod tests {
             sweep(1, [700.0, 1200.0]),
             sweep(2, [600.0, 1200.0]),
         ];
-        let c = checks(&bad, [1.0, 1.1]);
+        let c = checks(&bad, &|_| [1.0, 1.1]);
         assert!(c[0].2.message.contains("busy neighbours"), "{c:?}");
         assert!(
             c.iter().all(|(_, _, c)| c.verdict == Verdict::Warn),
