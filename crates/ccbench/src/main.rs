@@ -42,6 +42,12 @@ impl std::fmt::Display for Exit {
 
 impl std::error::Error for Exit {}
 
+/// The enclave's allocator is a parameter of the `x509` scenario: the enclave (this binary,
+/// re-executed) must allocate through the switchable allocator. It stays the system
+/// allocator, behind one branch, unless an enclave service switches it.
+#[global_allocator]
+static ALLOC: scenarios::EnclaveAlloc = scenarios::EnclaveAlloc;
+
 fn main() -> ExitCode {
     // The sandbox backend re-executes this binary as the enclave: become it if asked.
     scenarios::run_if_child();

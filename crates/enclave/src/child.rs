@@ -7,6 +7,9 @@
 //! to [`crate::EnclaveBuilder::start`] (normally one function builds it for both).
 //!
 //! Start-up, in order:
+//! 0. aws-lc's allocations are routed through the global allocator
+//!    ([`crate::alloc::route_aws_lc`]), so that a service's choice of enclave allocator
+//!    governs its C code too,
 //! 1. a no-op panic hook (the enclave never prints; panics become error replies),
 //! 2. `PR_SET_PDEATHSIG(SIGKILL)`, then a check that the parent is still the host that
 //!    started us (closing the race where the host died before the prctl),
@@ -90,6 +93,9 @@ struct Runtime {
 }
 
 fn run(registry: &Registry) -> i32 {
+    // Before anything can touch aws-lc: its C allocations go through the enclave's
+    // allocator from now on, as everything inside an SGX enclave allocates from its heap.
+    crate::alloc::route_aws_lc();
     std::panic::set_hook(Box::new(|_| {}));
     if rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .is_err()

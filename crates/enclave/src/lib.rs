@@ -43,6 +43,7 @@
 //! The library never prints; errors are values ([`Error`]), traces are data.
 
 pub mod advisor;
+pub mod alloc;
 pub mod child;
 mod error;
 mod host;

@@ -10,10 +10,14 @@ pub mod gc2pc;
 pub mod sealing;
 pub mod transitions;
 pub mod txpipeline;
+pub mod x509;
 
 pub use context::{Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection};
 /// The transition-cost model the enclave scenarios accept (`--transition-cycles`).
 pub use enclave::TransitionModel;
+/// The enclave allocator: binaries that run scenarios install it as their global allocator
+/// (`x509` switches its enclave process to a single-lock heap through it).
+pub use enclave::alloc::EnclaveAlloc;
 
 /// Why a scenario stopped.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +72,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &sealing::SealingScenario,
         &gc2pc::Gc2pc,
         &txpipeline::TxPipeline,
+        &x509::X509,
     ]
 }
 
@@ -77,7 +82,8 @@ pub fn enclave_services() -> enclave::Registry {
     let r = enclave::Registry::new();
     let r = transitions::register(r);
     let r = txpipeline::register(r);
-    sealing::register(r)
+    let r = sealing::register(r);
+    x509::register(r)
 }
 
 /// Becomes the enclave, or the evaluator party of a `gc-2pc` session, and never returns

@@ -13,6 +13,10 @@ use common::{options, run, run_tests};
 use measure::record::{Body, Record, Value};
 use scenarios::TransitionModel;
 
+/// The enclave (this binary, re-executed) switches to the single-lock heap in `x509`.
+#[global_allocator]
+static ALLOC: scenarios::EnclaveAlloc = scenarios::EnclaveAlloc;
+
 fn measurement<'a>(records: &'a [Record], backend: &str, name: &str) -> Vec<&'a Record> {
     records
         .iter()
