@@ -176,10 +176,29 @@ pub fn sweep<E, F>(
     name: &str,
     cfg: &SweepConfig,
     f: F,
+    progress: impl FnMut(usize),
+) -> Result<Vec<ScalingPoint>, SweepError<E>>
+where
+    E: Send,
+    F: Fn(usize, u64) -> Result<(), E> + Sync,
+{
+    sweep_with_setup(name, cfg, |_, _| Ok(()), f, progress)
+}
+
+/// [`sweep`] with `setup(threads, ops_total)` called before every run, warm-up and
+/// measured, outside the timing: for workloads whose state a run consumes (a structure
+/// with a fixed capacity, say) and must be rebuilt between runs. A setup error is reported
+/// as the workload's, on thread 0.
+pub fn sweep_with_setup<E, S, F>(
+    name: &str,
+    cfg: &SweepConfig,
+    mut setup: S,
+    f: F,
     mut progress: impl FnMut(usize),
 ) -> Result<Vec<ScalingPoint>, SweepError<E>>
 where
     E: Send,
+    S: FnMut(usize, u64) -> Result<(), E>,
     F: Fn(usize, u64) -> Result<(), E> + Sync,
 {
     if cfg.threads.is_empty() || cfg.threads.contains(&0) {
@@ -196,13 +215,25 @@ where
     for &t in &cfg.threads {
         progress(t);
         let per = ops_per_thread(cfg.mode, cfg.work, t);
+        let total: u64 = per.iter().sum();
+        let mut setup_run = |threads| {
+            setup(threads, total).map_err(|source| SweepError::Workload {
+                thread: 0,
+                threads,
+                source,
+            })
+        };
         for _ in 0..cfg.warmup_runs {
+            setup_run(t)?;
             run_once(t, &per, &f)?;
         }
         let walls = (0..cfg.runs)
-            .map(|_| run_once(t, &per, &f).map(|d| d.as_nanos() as f64))
+            .map(|_| {
+                setup_run(t)?;
+                run_once(t, &per, &f).map(|d| d.as_nanos() as f64)
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        ops_totals.push(per.iter().sum());
+        ops_totals.push(total);
         runs.push(walls);
     }
     Ok(scaling_points(
@@ -388,6 +419,50 @@ mod tests {
         assert_eq!(pts.len(), 2);
         assert_eq!(pts[1].ops_total, 100);
         assert_eq!(pts[1].wall_samples_ns.len(), 2);
+    }
+
+    #[test]
+    fn setup_runs_before_every_run_with_the_run_total() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        // A capacity the runs consume: setup refills it, a run that exceeds it fails.
+        let left = AtomicU64::new(0);
+        let mut setups = Vec::new();
+        let cfg = SweepConfig {
+            threads: vec![1, 2],
+            mode: ScalingMode::Weak,
+            work: 10,
+            warmup_runs: 1,
+            runs: 2,
+        };
+        let pts = sweep_with_setup::<&str, _, _>(
+            "cap",
+            &cfg,
+            |t, total| {
+                setups.push((t, total));
+                left.store(total, Ordering::SeqCst);
+                Ok(())
+            },
+            |_, n| {
+                let before = left.fetch_sub(n, Ordering::SeqCst);
+                if before < n { Err("capacity") } else { Ok(()) }
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            setups,
+            [(1, 10), (1, 10), (1, 10), (2, 20), (2, 20), (2, 20)]
+        );
+        assert_eq!(pts[1].ops_total, 20);
+        let r = sweep_with_setup::<&str, _, _>("x", &cfg, |_, _| Err("no"), |_, _| Ok(()), |_| {});
+        assert!(matches!(
+            r,
+            Err(SweepError::Workload {
+                thread: 0,
+                threads: 1,
+                source: "no"
+            })
+        ));
     }
 
     #[test]
