@@ -6,6 +6,7 @@
 pub mod boundary;
 pub mod context;
 pub mod crypto;
+pub mod dptree;
 pub mod gc2pc;
 pub mod sealing;
 pub mod transitions;
@@ -66,6 +67,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &transitions::TransitionsScenario,
         &sealing::SealingScenario,
         &gc2pc::Gc2pc,
+        &dptree::DpTree,
     ]
 }
 
@@ -74,6 +76,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
 pub fn enclave_services() -> enclave::Registry {
     let r = enclave::Registry::new();
     let r = transitions::register(r);
+    let r = dptree::register(r);
     sealing::register(r)
 }
 
