@@ -483,7 +483,7 @@ mod tests {
         const N: u64 = 64;
         const TREES: usize = 2000;
         let sigma = 0.5;
-        let mut rng = rng(0x5eed_d9_7ee);
+        let mut rng = rng(0x0005_eedd_97ee);
         let values: Vec<f64> = (0..N).map(|i| (i % 7) as f64 - 3.0).collect();
         let exact: Vec<f64> = values
             .iter()
