@@ -453,7 +453,10 @@ pub fn comparison(outcomes: &[Outcome], threads: &[usize]) -> Table {
     };
     let rows = vec![
         row(
-            "time per add, 1 thread, µs".into(),
+            match threads.iter().min() {
+                Some(&t) if t != 1 => format!("time per add, 1 thread (ours: {t}), µs"),
+                _ => "time per add, 1 thread, µs".into(),
+            },
             Value::from(original::ADD_US),
             &|o| {
                 o.base()
