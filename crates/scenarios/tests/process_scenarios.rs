@@ -229,6 +229,16 @@ fn dp_tree_on_every_backend() {
     };
     assert_eq!(t.columns.len(), 2 + 3 * plan.batches.len());
     assert!(t.source.is_some());
+    // The sandbox configurations show where the boundary cost went.
+    let tables = |name: &str| {
+        records
+            .iter()
+            .filter(|r| matches!(&r.body, Body::Table(t) if t.name == name))
+            .map(|r| r.backend.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tables("trace"), ["sandbox", "sandbox-switchless"]);
+    assert_eq!(tables("advice"), ["sandbox"]);
 }
 
 fn aes_two_party_between_processes() {

@@ -15,7 +15,7 @@ pub mod tree;
 
 use std::time::{Duration, Instant};
 
-use enclave::{Backend, MAX_TCS, Registry};
+use enclave::{Backend, Direction, MAX_TCS, Registry};
 use measure::calibrate::{CalibrateConfig, CalibrateError, calibrate};
 use measure::record::{
     Body, Calibration, Check, Params, ScalingMode, ScalingPoint, Table, Value, Verdict,
@@ -119,6 +119,16 @@ pub fn configs() -> Vec<Config> {
         Config::regular(Backend::Sandbox),
         Config::switchless(1),
     ]
+}
+
+fn call_name(d: Direction, call: u32) -> String {
+    match (d, call) {
+        (Direction::Ecall, id::INIT) => "init".into(),
+        (Direction::Ecall, id::ADD) => "add".into(),
+        (Direction::Ecall, id::SUM) => "sum".into(),
+        (Direction::Ecall, id::ADD_BATCH) => "add_batch".into(),
+        (_, other) => other.to_string(),
+    }
 }
 
 /// What stops a measured run.
@@ -567,6 +577,14 @@ impl Scenario for DpTree {
             let client = Client::new(&e);
             for &batch in &plan.batches {
                 outcomes.push(self.measure(ctx, &plan, config, client, batch)?);
+            }
+            // Where the boundary cost goes: per call, time inside and in transition.
+            if config.backend == Backend::Sandbox {
+                let trace = e.trace();
+                boundary::emit_trace(ctx, NAME, config, &trace, &call_name)?;
+                if config.workers == 0 {
+                    boundary::emit_advice(ctx, NAME, config, &trace, None, &call_name)?;
+                }
             }
         }
         for (backend, mut params, body) in checks(&outcomes) {

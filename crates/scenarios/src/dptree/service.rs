@@ -403,7 +403,16 @@ mod tests {
             e.ecall(9, &[]),
             Err(enclave::Error::UnknownCall(9))
         ));
-        // A new init starts over.
+        // A refused init keeps the tree; a new one starts over.
+        assert!(c.init(2, f64::NAN).is_err());
+        assert_eq!(c.sum().unwrap(), c.sum().unwrap());
+        assert!(matches!(
+            c.add(1.0),
+            Err(ClientError::Tree(TreeError::CapacityExceeded {
+                added: 4,
+                ..
+            }))
+        ));
         c.init(2, 0.5).unwrap();
         assert_eq!(c.add_batch(&[1.0, 1.0]).unwrap().len(), 2);
     }
