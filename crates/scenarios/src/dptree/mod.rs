@@ -219,6 +219,13 @@ impl DpTree {
         let what = format!("{}, batch {batch}", config.label());
 
         ctx.check_cancel()?;
+        // One untimed run first: a fresh enclave's threads are asleep and its pages cold,
+        // and the first attempt would time that (35 ms for 1,024 sandbox adds that take
+        // 1.3 ms warm, on a loaded 2-core machine).
+        client
+            .init(CALIBRATION_INITIAL, SIGMA)
+            .and_then(|()| work(client, batch, &input, CALIBRATION_INITIAL))
+            .map_err(|e| ScenarioError::step(format!("warming up ({what})"), e))?;
         let cal_cfg = CalibrateConfig {
             initial: CALIBRATION_INITIAL,
             max: CALIBRATION_MAX,
