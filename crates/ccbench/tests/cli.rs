@@ -52,7 +52,7 @@ fn list_names_every_scenario() {
     let o = run(&["list"]);
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
-    for name in ["crypto", "transitions", "sealing"] {
+    for name in ["crypto", "transitions", "sealing", "dp-tree"] {
         assert!(out.contains(name), "{out}");
     }
 }
@@ -172,6 +172,46 @@ fn run_crypto_quick_writes_results_report_and_plots() {
         "--fail-on-regression",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn run_dp_tree_quick_writes_scaling_plots_and_the_original_beside_ours() {
+    // Two thread counts and a 2 ms calibration target keep it short; every backend runs.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = run(&[
+        "run",
+        "dp-tree",
+        "--quick",
+        "--quiet",
+        "--threads",
+        "1,2",
+        "--duration",
+        "0.002",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let kinds = validate_file(&out.join("results.jsonl"));
+    // 3 backends x 2 batch sizes x (weak + strong) x 2 thread counts.
+    assert_eq!(kinds.iter().filter(|k| *k == "scaling").count(), 24);
+    assert_eq!(kinds.iter().filter(|k| *k == "calibration").count(), 6);
+    for mode in ["weak", "strong"] {
+        for what in ["throughput", "speedup", "efficiency"] {
+            let plot = out.join(format!("plots/dp-tree-{mode}-{what}.svg"));
+            assert!(plot.exists(), "{plot:?}");
+        }
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("the original's figures beside ours"));
+    let plot = std::fs::read_to_string(out.join("plots/dp-tree-weak-throughput.svg")).unwrap();
+    for line in ["native add (batch=1)", "sandbox add (batch=1024)"] {
+        assert!(
+            plot.contains(line),
+            "one line per backend and batch: {line}"
+        );
+    }
+    no_temp_files(&out);
 }
 
 #[test]

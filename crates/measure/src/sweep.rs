@@ -128,13 +128,18 @@ pub enum SweepError<E> {
 }
 
 /// Runs `f(thread_index, ops)` on each thread once, all released together by a barrier, and
-/// returns the wall time from release to the last thread's end.
+/// returns the wall time from the first thread's start to the last thread's end.
+///
+/// Each thread reads the clock itself, right after the barrier and right after its work:
+/// a clock read by the spawning thread after the barrier is late whenever that thread is
+/// descheduled at the release (likely on a loaded or oversubscribed machine), and then the
+/// workers' time goes unmeasured (runs of milliseconds were timed at microseconds).
 fn run_once<E, F>(threads: usize, ops: &[u64], f: &F) -> Result<Duration, SweepError<E>>
 where
     E: Send,
     F: Fn(usize, u64) -> Result<(), E> + Sync,
 {
-    let barrier = Barrier::new(threads + 1);
+    let barrier = Barrier::new(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
@@ -142,30 +147,36 @@ where
                 let n = ops[i];
                 s.spawn(move || {
                     barrier.wait();
-                    f(i, n)
+                    let start = Instant::now();
+                    let r = f(i, n);
+                    (start, Instant::now(), r)
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
         let mut first_err = None;
+        let mut span: Option<(Instant, Instant)> = None;
         for (i, h) in handles.into_iter().enumerate() {
             match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(SweepError::Workload {
-                        thread: i,
-                        threads,
-                        source: e,
+                Ok((start, end, r)) => {
+                    span = Some(match span {
+                        Some((s0, e0)) => (s0.min(start), e0.max(end)),
+                        None => (start, end),
                     });
+                    if let Err(e) = r {
+                        first_err.get_or_insert(SweepError::Workload {
+                            thread: i,
+                            threads,
+                            source: e,
+                        });
+                    }
                 }
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        let wall = start.elapsed();
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(wall),
+        match (first_err, span) {
+            (Some(e), _) => Err(e),
+            (None, Some((start, end))) => Ok(end - start),
+            (None, None) => Ok(Duration::ZERO),
         }
     })
 }
@@ -176,10 +187,29 @@ pub fn sweep<E, F>(
     name: &str,
     cfg: &SweepConfig,
     f: F,
+    progress: impl FnMut(usize),
+) -> Result<Vec<ScalingPoint>, SweepError<E>>
+where
+    E: Send,
+    F: Fn(usize, u64) -> Result<(), E> + Sync,
+{
+    sweep_with_setup(name, cfg, |_, _| Ok(()), f, progress)
+}
+
+/// [`sweep`] with `setup(threads, ops_total)` called before every run, warm-up and
+/// measured, outside the timing: for workloads whose state a run consumes (a structure
+/// with a fixed capacity, say) and must be rebuilt between runs. A setup error is reported
+/// as the workload's, on thread 0.
+pub fn sweep_with_setup<E, S, F>(
+    name: &str,
+    cfg: &SweepConfig,
+    mut setup: S,
+    f: F,
     mut progress: impl FnMut(usize),
 ) -> Result<Vec<ScalingPoint>, SweepError<E>>
 where
     E: Send,
+    S: FnMut(usize, u64) -> Result<(), E>,
     F: Fn(usize, u64) -> Result<(), E> + Sync,
 {
     if cfg.threads.is_empty() || cfg.threads.contains(&0) {
@@ -196,13 +226,25 @@ where
     for &t in &cfg.threads {
         progress(t);
         let per = ops_per_thread(cfg.mode, cfg.work, t);
+        let total: u64 = per.iter().sum();
+        let mut setup_run = |threads| {
+            setup(threads, total).map_err(|source| SweepError::Workload {
+                thread: 0,
+                threads,
+                source,
+            })
+        };
         for _ in 0..cfg.warmup_runs {
+            setup_run(t)?;
             run_once(t, &per, &f)?;
         }
         let walls = (0..cfg.runs)
-            .map(|_| run_once(t, &per, &f).map(|d| d.as_nanos() as f64))
+            .map(|_| {
+                setup_run(t)?;
+                run_once(t, &per, &f).map(|d| d.as_nanos() as f64)
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        ops_totals.push(per.iter().sum());
+        ops_totals.push(total);
         runs.push(walls);
     }
     Ok(scaling_points(
@@ -388,6 +430,76 @@ mod tests {
         assert_eq!(pts.len(), 2);
         assert_eq!(pts[1].ops_total, 100);
         assert_eq!(pts[1].wall_samples_ns.len(), 2);
+    }
+
+    #[test]
+    fn wall_time_covers_the_work_of_every_thread() {
+        // Sleeps are lower bounds: every run of 3 threads sleeping 5 ms lasts >= 5 ms, however
+        // the spawning thread is scheduled.
+        let cfg = SweepConfig {
+            threads: vec![1, 3],
+            mode: ScalingMode::Weak,
+            work: 1,
+            warmup_runs: 0,
+            runs: 3,
+        };
+        let pts = sweep::<(), _>(
+            "sleep",
+            &cfg,
+            |_, _| {
+                std::thread::sleep(Duration::from_millis(5));
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
+        for p in pts {
+            assert!(p.wall_samples_ns.iter().all(|&w| w >= 5e6), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn setup_runs_before_every_run_with_the_run_total() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        // A capacity the runs consume: setup refills it, a run that exceeds it fails.
+        let left = AtomicU64::new(0);
+        let mut setups = Vec::new();
+        let cfg = SweepConfig {
+            threads: vec![1, 2],
+            mode: ScalingMode::Weak,
+            work: 10,
+            warmup_runs: 1,
+            runs: 2,
+        };
+        let pts = sweep_with_setup::<&str, _, _>(
+            "cap",
+            &cfg,
+            |t, total| {
+                setups.push((t, total));
+                left.store(total, Ordering::SeqCst);
+                Ok(())
+            },
+            |_, n| {
+                let before = left.fetch_sub(n, Ordering::SeqCst);
+                if before < n { Err("capacity") } else { Ok(()) }
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            setups,
+            [(1, 10), (1, 10), (1, 10), (2, 20), (2, 20), (2, 20)]
+        );
+        assert_eq!(pts[1].ops_total, 20);
+        let r = sweep_with_setup::<&str, _, _>("x", &cfg, |_, _| Err("no"), |_, _| Ok(()), |_| {});
+        assert!(matches!(
+            r,
+            Err(SweepError::Workload {
+                thread: 0,
+                threads: 1,
+                source: "no"
+            })
+        ));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod boundary;
 pub mod context;
 pub mod crypto;
+pub mod dptree;
 pub mod gc2pc;
 pub mod sealing;
 pub mod transitions;
@@ -73,6 +74,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &gc2pc::Gc2pc,
         &txpipeline::TxPipeline,
         &x509::X509,
+        &dptree::DpTree,
     ]
 }
 
@@ -82,6 +84,7 @@ pub fn enclave_services() -> enclave::Registry {
     let r = enclave::Registry::new();
     let r = transitions::register(r);
     let r = txpipeline::register(r);
+    let r = dptree::register(r);
     let r = sealing::register(r);
     x509::register(r)
 }

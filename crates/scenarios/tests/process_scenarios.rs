@@ -1,6 +1,7 @@
-//! Scenarios that start child processes: the enclave scenarios (`transitions`, `sealing`)
-//! run end to end on every backend with a tiny sampler, every record they emit validating
-//! against the schema; `gc-2pc`'s two-party sessions run between two processes.
+//! Scenarios that start child processes: the enclave scenarios (`transitions`, `sealing`,
+//! `dp-tree`) run end to end on every backend with a tiny sampler (or plan), every record
+//! they emit validating against the schema; `gc-2pc`'s two-party sessions run between two
+//! processes.
 //!
 //! The sandbox enclave and the 2PC evaluator re-execute this test binary, so it has its own
 //! `main` (`harness = false`) that becomes the child when asked.
@@ -129,6 +130,77 @@ fn sealing_on_both_backends() {
     }
 }
 
+fn dp_tree_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path());
+    opts.threads = Some(vec![1, 2]);
+    opts.duration = Some(Duration::from_millis(1));
+    let records = run("dp-tree", &opts);
+    let plan = scenarios::dptree::plan(&opts);
+    for backend in ["native", "sandbox", "sandbox-switchless"] {
+        for &batch in &plan.batches {
+            let of = |kind: &str| {
+                records
+                    .iter()
+                    .filter(|r| {
+                        r.backend == backend
+                            && r.kind() == kind
+                            && r.params.get("batch") == Some(&Value::from(batch))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(of("calibration").len(), 1, "{backend} {batch}");
+            // Weak and strong, two thread counts each.
+            let points = of("scaling");
+            assert_eq!(points.len(), 4, "{backend} {batch}");
+            for r in points {
+                let Body::Scaling(p) = &r.body else {
+                    unreachable!()
+                };
+                assert!(p.ops_per_s > 0.0 && p.wall_samples_ns.len() == plan.runs);
+            }
+        }
+    }
+    let checks: Vec<&str> = records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::Check(c) => Some(c.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        checks.contains(&"one-add-per-ecall-vs-original"),
+        "{checks:?}"
+    );
+    assert!(checks.contains(&"batched-sandbox-within-2x-of-native"));
+    assert_eq!(
+        checks
+            .iter()
+            .filter(|c| **c == "calibration-within-2x")
+            .count(),
+        3 * plan.batches.len()
+    );
+    let Some(Body::Table(t)) = records
+        .iter()
+        .find(|r| matches!(&r.body, Body::Table(t) if t.name == "original-vs-ours"))
+        .map(|r| &r.body)
+    else {
+        panic!("no comparison table")
+    };
+    assert_eq!(t.columns.len(), 2 + 3 * plan.batches.len());
+    assert!(t.source.is_some());
+    // The sandbox configurations show where the boundary cost went.
+    let tables = |name: &str| {
+        records
+            .iter()
+            .filter(|r| matches!(&r.body, Body::Table(t) if t.name == name))
+            .map(|r| r.backend.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tables("trace"), ["sandbox", "sandbox-switchless"]);
+    assert_eq!(tables("advice"), ["sandbox"]);
+}
+
 fn aes_two_party_between_processes() {
     let c = garble::library::by_name("aes128").unwrap();
     // FIPS-197 appendix C.1: the garbler holds the key, the evaluator the plaintext.
@@ -154,7 +226,8 @@ fn aes_two_party_between_processes() {
 
 fn main() {
     scenarios::run_if_child();
-    let tests: [(&str, fn()); 4] = [
+    let tests: [(&str, fn()); 5] = [
+        ("dp_tree_on_every_backend", dp_tree_on_every_backend),
         (
             "aes_two_party_between_processes",
             aes_two_party_between_processes,
