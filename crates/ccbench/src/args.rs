@@ -116,7 +116,7 @@ pub struct RunArgs {
     /// Scaling modes for scenarios that sweep threads.
     #[arg(long, value_enum, default_value_t = Scaling::Both)]
     pub scaling: Scaling,
-    /// Seconds per fixed-duration pass, for scenarios that use them (e.g. 0.5).
+    /// Seconds per fixed-duration pass (x509), or the calibration target (dp-tree), e.g. 0.5.
     #[arg(long, value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Add SGX-sized transition costs to every enclave crossing: a number of cycles per
