@@ -357,7 +357,7 @@ impl Enclave {
     #[inline(always)]
     fn native_ecall(&self, n: &NativeImp, call_id: u32, input: &[u8]) -> Result<Vec<u8>, Error> {
         let stats = self.trace.ecall(call_id);
-        if stats.count() % NATIVE_SAMPLE == 0 {
+        if stats.count().is_multiple_of(NATIVE_SAMPLE) {
             return self.native_ecall_timed(n, &stats, call_id, input);
         }
         if let Some(m) = &self.model {
@@ -528,7 +528,7 @@ impl OcallPort for NativePort<'_> {
     fn ocall(&mut self, id: u32, input: &[u8]) -> Result<Vec<u8>, OcallError> {
         let e = self.enclave;
         let stats = e.trace.ocall(id);
-        let timed = stats.count() % NATIVE_SAMPLE == 0;
+        let timed = stats.count().is_multiple_of(NATIVE_SAMPLE);
         let t0 = timed.then(Instant::now);
         if let Some(m) = &e.model {
             m.charge(1);

@@ -235,7 +235,7 @@ impl Shm {
 
     fn check(&self, off: usize, n: usize, align: usize) {
         assert!(
-            off.checked_add(n).is_some_and(|e| e <= self.len) && off % align == 0,
+            off.checked_add(n).is_some_and(|e| e <= self.len) && off.is_multiple_of(align),
             "shared memory access out of bounds (internal layout bug)"
         );
     }
@@ -384,7 +384,7 @@ pub(crate) fn wait_while(
                 return Ok(v);
             }
             i = i.wrapping_add(1);
-            if i % 64 == 0 {
+            if i.is_multiple_of(64) {
                 if lost(w) {
                     return Err(ConvError::Lost);
                 }

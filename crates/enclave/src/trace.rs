@@ -483,7 +483,7 @@ mod tests {
                     s.spawn(|| {
                         for _ in 0..1000 {
                             let st = t.ecall(7);
-                            if st.count() % NATIVE_SAMPLE == 0 {
+                            if st.count().is_multiple_of(NATIVE_SAMPLE) {
                                 st.timed(10, 5);
                             }
                             t.ecall(300).count();

@@ -175,7 +175,7 @@ pub fn hex(bytes: &[u8]) -> String {
 pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.trim();
     let s = s.strip_prefix("0x").unwrap_or(s);
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!(
             "hex input has an odd number of digits ({})",
             s.len()

@@ -104,7 +104,7 @@ fn ok_f64(x: f64) -> Vec<u8> {
 }
 
 fn read_f64s(input: &[u8], out: &mut Vec<f64>) -> Result<(), ServiceError> {
-    if input.len() % 8 != 0 {
+    if !input.len().is_multiple_of(8) {
         return Err(format!(
             "add_batch input of {} bytes is not a whole number of f64s",
             input.len()
