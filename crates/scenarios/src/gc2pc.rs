@@ -31,7 +31,7 @@ use measure::record::{Body, Check, Table, Value, Verdict};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
-use crate::{Context, Preset, Scenario, ScenarioError};
+use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "gc-2pc";
 /// Environment variable that makes this binary the evaluator of one session.
@@ -85,10 +85,6 @@ impl Plan {
         const AES_AND: u64 = 6_400;
         (self.bulk * AES_AND / and_gates.max(1)).max(4)
     }
-}
-
-fn step(what: &str) -> impl Fn(String) -> ScenarioError + '_ {
-    move |m| ScenarioError::step(what, m)
 }
 
 fn gate_name(k: GateKind) -> &'static str {
@@ -243,26 +239,26 @@ pub fn two_party(
     evaluator_input: &[u8],
     evaluations: u64,
 ) -> Result<SessionReport, ScenarioError> {
-    let fail = step("two-party session");
+    let fail = |m: String| ScenarioError::step("two-party session", m);
     let expected = c
         .eval_bytes(garbler_input, evaluator_input)
-        .map_err(|e| fail(e.to_string()))?;
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| fail(e.to_string()))?;
-    let addr = listener.local_addr().map_err(|e| fail(e.to_string()))?;
+        .at("two-party session")?;
+    let listener = TcpListener::bind("127.0.0.1:0").at("two-party session")?;
+    let addr = listener.local_addr().at("two-party session")?;
     let spec = EvaluatorSpec {
         addr: addr.to_string(),
         circuit: name.to_owned(),
         evaluations,
         input: evaluator_input.to_vec(),
     };
-    let exe = std::env::current_exe().map_err(|e| fail(format!("own executable: {e}")))?;
+    let exe = std::env::current_exe().at("two-party session: own executable")?;
     let mut child = Command::new(exe)
         .env(EVALUATOR_ENV, spec.encode())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| fail(format!("starting the evaluator: {e}")))?;
+        .at("two-party session: starting the evaluator")?;
     let garbled = (|| {
         let mut ch = accept_from(&listener, &mut child)?;
         let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
@@ -285,7 +281,7 @@ pub fn two_party(
     }
     let status = child
         .wait()
-        .map_err(|e| fail(format!("waiting for the evaluator: {e}")))?;
+        .at("two-party session: waiting for the evaluator")?;
     let out = garbled.map_err(|e| {
         fail(format!(
             "garbler: {e}; evaluator ({status}): {}",
@@ -377,8 +373,7 @@ impl Gc2pc {
                 let mut garble = Vec::with_capacity(plan.runs);
                 let mut evaluate = Vec::with_capacity(plan.runs);
                 for _ in 0..plan.runs {
-                    let t = microbench::gate_timing(kind, gates, hash)
-                        .map_err(|e| ScenarioError::step("gate timing", e))?;
+                    let t = microbench::gate_timing(kind, gates, hash).at("gate timing")?;
                     garble.push(t.garble_ns());
                     evaluate.push(t.evaluate_ns());
                 }
@@ -424,12 +419,8 @@ impl Gc2pc {
             bits_from_bytes_exact(Party::Garbler, &gi, c.garbler_input_bits()),
             bits_from_bytes_exact(Party::Evaluator, &ei, c.evaluator_input_bits()),
         );
-        let (gb, eb) = (
-            gb.map_err(|e| ScenarioError::step("inputs", e))?,
-            eb.map_err(|e| ScenarioError::step("inputs", e))?,
-        );
-        let s = measure::sampler::try_sample(&cfg, || c.eval(&gb, &eb))
-            .map_err(|e| ScenarioError::step("plain evaluation", e))?;
+        let (gb, eb) = (gb.at("inputs")?, eb.at("inputs")?);
+        let s = measure::sampler::try_sample(&cfg, || c.eval(&gb, &eb)).at("plain evaluation")?;
         let plain = ctx.emit_samples(NAME, "native", p(), "evaluate", s, None)?;
         ctx.progress().advance(1);
 
@@ -439,8 +430,7 @@ impl Gc2pc {
         let reps = (plan.gates as u64 / and.max(1)).clamp(1, 1 << 16) as usize;
         let mut per_eval = Vec::with_capacity(plan.runs);
         for _ in 0..plan.runs {
-            let d = microbench::garble_only(&prog, reps, HashBackend::detect())
-                .map_err(|e| ScenarioError::step("garbling", e))?;
+            let d = microbench::garble_only(&prog, reps, HashBackend::detect()).at("garbling")?;
             per_eval.push(d.as_nanos() as f64 / reps as f64);
         }
         let s = Samples {

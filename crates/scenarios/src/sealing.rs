@@ -10,8 +10,8 @@ use enclave::seal::Policy;
 use enclave::{Backend, Ctx, Registry, Service, ServiceError};
 use measure::sampler::try_sample;
 
-use crate::boundary::{self, Config, call_failed};
-use crate::{Context, Preset, Scenario, ScenarioError};
+use crate::boundary::{self, Config};
+use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "sealing";
 /// The enclave service's name.
@@ -95,7 +95,7 @@ impl Scenario for SealingScenario {
                 let plain = vec![0x3cu8; size];
 
                 ctx.check_cancel()?;
-                let s = try_sample(&cfg, || e.ecall(SEAL, &plain)).map_err(call_failed("seal"))?;
+                let s = try_sample(&cfg, || e.ecall(SEAL, &plain)).at("seal")?;
                 ctx.emit_samples(
                     NAME,
                     config.label(),
@@ -107,7 +107,7 @@ impl Scenario for SealingScenario {
                 ctx.progress().advance(1);
 
                 ctx.check_cancel()?;
-                let blob = e.ecall(SEAL, &plain).map_err(call_failed("seal"))?;
+                let blob = e.ecall(SEAL, &plain).at("seal")?;
                 let s = try_sample(&cfg, || {
                     let out = e.ecall(UNSEAL, &blob)?;
                     if out != plain {
@@ -117,7 +117,7 @@ impl Scenario for SealingScenario {
                     }
                     Ok(out.len())
                 })
-                .map_err(call_failed("unseal"))?;
+                .at("unseal")?;
                 ctx.emit_samples(NAME, config.label(), p, "unseal", s, Some(size as u64))?;
                 ctx.progress().advance(1);
             }

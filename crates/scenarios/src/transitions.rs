@@ -12,8 +12,8 @@ use enclave::{Backend, Ctx, Direction, Registry, Service, ServiceError};
 use measure::record::{Body, Check, Table, Value, Verdict};
 use measure::sampler::{Samples, try_sample};
 
-use crate::boundary::{self, Config, call_failed};
-use crate::{Context, Preset, Scenario, ScenarioError};
+use crate::boundary::{self, Config};
+use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "transitions";
 /// The enclave service's name.
@@ -199,13 +199,13 @@ impl TransitionsScenario {
         // The output is consumed by its length: handing the whole `Vec` to `black_box`
         // spills it and reloads it wider, a store-forwarding stall (~5 ns here) that belongs
         // to the harness, not to the call.
-        let s = try_sample(&cfg, || e.ecall(id::EMPTY, &[]).map(|out| out.len()))
-            .map_err(call_failed("empty ecall"))?;
+        let s =
+            try_sample(&cfg, || e.ecall(id::EMPTY, &[]).map(|out| out.len())).at("empty ecall")?;
         let ecall = emit("ecall-empty", &[], s, None)?;
 
         ctx.check_cancel()?;
         let k = OCALLS_PER_ECALL.to_le_bytes();
-        let s = try_sample(&cfg, || e.ecall(id::OCALLS, &k)).map_err(call_failed("empty ocall"))?;
+        let s = try_sample(&cfg, || e.ecall(id::OCALLS, &k)).at("empty ocall")?;
         let ocall = emit(
             "ocall-empty",
             &[],
@@ -226,7 +226,7 @@ impl TransitionsScenario {
             }
             Ok(out)
         })
-        .map_err(call_failed("read ocall"))?;
+        .at("read ocall")?;
         let read = emit(
             "ocall-read",
             &[("size_bytes", Value::from(READ_SIZE))],
@@ -238,8 +238,8 @@ impl TransitionsScenario {
             let size_p = [("size_bytes", Value::from(size))];
             ctx.check_cancel()?;
             let buf = vec![0xa5u8; size];
-            let s = try_sample(&cfg, || e.ecall(id::IN, &buf).map(|out| out.len()))
-                .map_err(call_failed("ecall in"))?;
+            let s =
+                try_sample(&cfg, || e.ecall(id::IN, &buf).map(|out| out.len())).at("ecall in")?;
             emit("ecall-in", &size_p, s, Some(size as u64))?;
 
             ctx.check_cancel()?;
@@ -248,7 +248,7 @@ impl TransitionsScenario {
                 let out = e.ecall(id::OUT, &n)?;
                 check_len(&out, size)
             })
-            .map_err(call_failed("ecall out"))?;
+            .at("ecall out")?;
             emit("ecall-out", &size_p, s, Some(size as u64))?;
 
             ctx.check_cancel()?;
@@ -256,7 +256,7 @@ impl TransitionsScenario {
                 let out = e.ecall(id::INOUT, &buf)?;
                 check_len(&out, size)
             })
-            .map_err(call_failed("ecall in/out"))?;
+            .at("ecall in/out")?;
             // Payload both ways: `size` in and `size` out.
             emit("ecall-inout", &size_p, s, Some(2 * size as u64))?;
         }
@@ -401,11 +401,9 @@ impl Scenario for TransitionsScenario {
         let per_config = 3 + 3 * payload_sizes(ctx.options.preset).len();
         ctx.progress()
             .begin(NAME, (configs.len() * per_config) as u64);
-        let dir = tempfile::tempdir()
-            .map_err(|e| ScenarioError::step("creating the file the read ocall reads", e))?;
+        let dir = tempfile::tempdir().at("creating the file the read ocall reads")?;
         let path = dir.path().join("1k.bin");
-        std::fs::write(&path, [0x42u8; READ_SIZE])
-            .map_err(|e| ScenarioError::step("writing the file the read ocall reads", e))?;
+        std::fs::write(&path, [0x42u8; READ_SIZE]).at("writing the file the read ocall reads")?;
         let path = path
             .to_str()
             .ok_or_else(|| ScenarioError::step("temporary path", "not UTF-8"))?

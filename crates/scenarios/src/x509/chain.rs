@@ -13,6 +13,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, SignatureVerificationAlgorithm, UnixTime};
 use webpki::{EndEntityCert, KeyUsage, anchor_from_trusted_cert};
 
+use crate::At;
 use crate::ScenarioError;
 
 /// The fixed verification time: 2025-06-01T00:00:00Z, inside every valid chain's validity.
@@ -121,10 +122,6 @@ pub struct Chain {
     pub leaf: Vec<u8>,
 }
 
-pub(super) fn gen_err(e: rcgen::Error) -> ScenarioError {
-    ScenarioError::step("generating a certificate chain", e)
-}
-
 impl Chain {
     /// Generates a fresh chain (new keys each time; the keys are dropped, only the
     /// certificates are kept).
@@ -145,27 +142,29 @@ impl Chain {
             p.not_after = rcgen::date_time_ymd(2040, 1, 1);
             p
         };
-        let root_key = key.key().map_err(gen_err)?;
+        let root_key = key.key().at("generating the chain")?;
         let root_params = ca(
             format!("ccbench x509 root ({name})"),
             BasicConstraints::Unconstrained,
         );
-        let root = root_params.self_signed(&root_key).map_err(gen_err)?;
+        let root = root_params
+            .self_signed(&root_key)
+            .at("generating the chain")?;
         let root_issuer = Issuer::new(root_params, &root_key);
 
-        let int_key = key.key().map_err(gen_err)?;
+        let int_key = key.key().at("generating the chain")?;
         let int_params = ca(
             format!("ccbench x509 intermediate ({name})"),
             BasicConstraints::Constrained(0),
         );
         let intermediate = int_params
             .signed_by(&int_key, &root_issuer)
-            .map_err(gen_err)?;
+            .at("generating the chain")?;
         let int_issuer = Issuer::new(int_params, &int_key);
 
-        let leaf_key = key.key().map_err(gen_err)?;
-        let mut p =
-            CertificateParams::new(vec!["bench.ccbench.test".to_owned()]).map_err(gen_err)?;
+        let leaf_key = key.key().at("generating the chain")?;
+        let mut p = CertificateParams::new(vec!["bench.ccbench.test".to_owned()])
+            .at("generating the chain")?;
         p.distinguished_name
             .push(DnType::CommonName, "bench.ccbench.test");
         p.is_ca = IsCa::ExplicitNoCa;
@@ -177,7 +176,9 @@ impl Chain {
         };
         p.not_before = rcgen::date_time_ymd(from.0, from.1, from.2);
         p.not_after = rcgen::date_time_ymd(to.0, to.1, to.2);
-        let leaf = p.signed_by(&leaf_key, &int_issuer).map_err(gen_err)?;
+        let leaf = p
+            .signed_by(&leaf_key, &int_issuer)
+            .at("generating the chain")?;
         Ok(Chain {
             key,
             root: root.der().to_vec(),

@@ -26,7 +26,7 @@ use self::analysis::{alloc_table, chain_table, checks, comparison_table, delta, 
 pub use self::chain::{Chain, KeyKind, LeafValidity, VERIFY_AT, X509Error, chain_dir};
 pub use self::service::{AllocReport, Allocator, SERVICE, id, register};
 use crate::boundary::{self, Config};
-use crate::{Context, Preset, Scenario, ScenarioError};
+use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "x509";
 
@@ -97,7 +97,7 @@ pub fn start(
         .init(&cfg.allocator.init());
     let e = boundary::start(b, &register(Registry::new()))?;
     e.ecall(id::LOAD, &chain.load_input())
-        .map_err(boundary::call_failed("loading the chain"))?;
+        .at("loading the chain")?;
     Ok(e)
 }
 
@@ -144,7 +144,7 @@ impl X509 {
         let tcs = threads.iter().copied().max().unwrap_or(1);
         let e = start(ctx.options.transition_model.clone(), cfg, tcs, chain)?;
         // The chain must verify before it is timed: a failure is an error, not a zero.
-        verify(&e).map_err(boundary::call_failed("verifying the chain once"))?;
+        verify(&e).at("verifying the chain once")?;
         let params = self.params(cfg, chain);
         let sandbox = cfg.config.backend == Backend::Sandbox;
         let pass = |t: usize, d: Duration| {
@@ -171,7 +171,7 @@ impl X509 {
         let counters = || -> Result<AllocReport, ScenarioError> {
             let b = e
                 .ecall(id::STATS, &[])
-                .map_err(boundary::call_failed("reading the allocator's counters"))?;
+                .at("reading the allocator's counters")?;
             AllocReport::decode(&b).map_err(|err| ScenarioError::step("allocator counters", err))
         };
         let mut last = if sandbox { Some(counters()?) } else { None };
