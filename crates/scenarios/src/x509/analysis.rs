@@ -9,7 +9,8 @@ use measure::record::{
 };
 
 use super::Sweep;
-use super::chain::{Chain, KeyKind, VERIFY_AT, hex};
+use super::chain::{Chain, KeyKind, VERIFY_AT};
+use crate::hex::hex;
 
 /// A fixed-duration pass as a weak-scaling point relative to `base` (the sweep's first).
 pub(super) fn scaling_point(pass: &DurationPass, base: Option<&ScalingPoint>) -> ScalingPoint {

@@ -15,6 +15,7 @@ use webpki::{EndEntityCert, KeyUsage, anchor_from_trusted_cert};
 
 use crate::At;
 use crate::ScenarioError;
+use crate::hex::hex;
 
 /// The fixed verification time: 2025-06-01T00:00:00Z, inside every valid chain's validity.
 pub const VERIFY_AT: u64 = 1_748_736_000;
@@ -265,10 +266,6 @@ impl Chain {
             leaf,
         }))
     }
-}
-
-pub(super) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Parses the chain from PEM and verifies it against the root: the unit of work.

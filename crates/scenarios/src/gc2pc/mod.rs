@@ -14,30 +14,29 @@
 //! (gates × isolated garbling cost) against the measured total. Every 2PC output is checked
 //! against plain evaluation, by both parties.
 
-use std::io::Read;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod analysis;
+mod peer;
 
-use garble::channel::{ChannelError, TcpChannel};
-use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
+use std::time::Duration;
+
+use garble::circuit::bits_from_bytes_exact;
 use garble::hash::Backend as HashBackend;
 use garble::microbench;
 use garble::program::Program;
-use garble::session::{self, SessionOptions, SessionReport, Stage};
-use garble::{Circuit, GateKind, Party};
+use garble::session::Stage;
+use garble::{Circuit, Party};
 use measure::params;
 use measure::record::{Body, Check, Table, Value, Verdict};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
+pub use self::analysis::stage_breakdown;
+use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
+pub use self::peer::two_party;
+pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "gc-2pc";
-/// Environment variable that makes this binary the evaluator of one session.
-pub const EVALUATOR_ENV: &str = "CCBENCH_GC_EVALUATOR";
-/// How long either party waits for the other before giving up.
-const PEER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The circuits, by library name.
 pub const CIRCUITS: [&str; 3] = ["aes128", "sha256", "mul1024"];
@@ -87,10 +86,6 @@ impl Plan {
     }
 }
 
-fn gate_name(k: GateKind) -> &'static str {
-    k.name()
-}
-
 fn hash_name(b: HashBackend) -> &'static str {
     match b {
         HashBackend::AesNi => "aes-ni",
@@ -116,239 +111,6 @@ fn inputs(c: &Circuit) -> (Vec<u8>, Vec<u8>) {
 fn circuit(name: &str) -> Result<Circuit, ScenarioError> {
     garble::library::by_name(name)
         .ok_or_else(|| ScenarioError::step("circuit", format!("no library circuit {name:?}")))
-}
-
-// ---------------------------------------------------------------------------------------
-// The evaluator process.
-
-/// What the evaluator child is told, through [`EVALUATOR_ENV`].
-struct EvaluatorSpec {
-    addr: String,
-    circuit: String,
-    evaluations: u64,
-    input: Vec<u8>,
-}
-
-impl EvaluatorSpec {
-    fn encode(&self) -> String {
-        format!(
-            "v1;{};{};{};{}",
-            self.addr,
-            self.circuit,
-            self.evaluations,
-            hex(&self.input)
-        )
-    }
-
-    fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let parts: Vec<&str> = s.split(';').collect();
-        let [version, addr, circuit, evaluations, input] = parts[..] else {
-            return Err(format!(
-                "{EVALUATOR_ENV}: expected 5 fields, got {}",
-                parts.len()
-            ));
-        };
-        if version != "v1" {
-            return Err(format!("{EVALUATOR_ENV}: unknown version {version:?}"));
-        }
-        Ok(EvaluatorSpec {
-            addr: addr.to_owned(),
-            circuit: circuit.to_owned(),
-            evaluations: evaluations
-                .parse()
-                .map_err(|_| format!("{EVALUATOR_ENV}: bad evaluation count {evaluations:?}"))?,
-            input: unhex(input)?,
-        })
-    }
-}
-
-/// Lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Parses hex (upper or lower case, no separators, an optional `0x`).
-pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
-    let s = s.trim();
-    let s = s.strip_prefix("0x").unwrap_or(s);
-    if !s.len().is_multiple_of(2) {
-        return Err(format!(
-            "hex input has an odd number of digits ({})",
-            s.len()
-        ));
-    }
-    let digit = |c: u8| -> Result<u8, String> {
-        (c as char)
-            .to_digit(16)
-            .map(|d| d as u8)
-            .ok_or_else(|| format!("{:?} is not a hex digit", c as char))
-    };
-    s.as_bytes()
-        .chunks(2)
-        .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
-        .collect()
-}
-
-/// Runs one evaluator session from its spec; prints `ok <output hex>` on success.
-fn evaluate(spec: &str) -> Result<String, String> {
-    let spec = EvaluatorSpec::decode(spec)?;
-    let c = circuit(&spec.circuit).map_err(|e| e.to_string())?;
-    let bits = bits_from_bytes_exact(Party::Evaluator, &spec.input, c.evaluator_input_bits())
-        .map_err(|e| e.to_string())?;
-    let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
-    let n = usize::try_from(spec.evaluations).map_err(|e| e.to_string())?;
-    let out = session::run_evaluator(&mut ch, &c, &vec![bits; n], &SessionOptions::default())
-        .map_err(|e| e.to_string())?;
-    let first = out.output_bytes().into_iter().next().unwrap_or_default();
-    if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
-        return Err("evaluations of the same inputs gave different outputs".into());
-    }
-    Ok(format!("ok {}", hex(&first)))
-}
-
-/// Becomes the evaluator of one session and exits when this process was started as one;
-/// returns at once otherwise. Called first thing in `main` (see [`crate::run_if_child`]).
-pub fn run_if_evaluator() {
-    let Some(spec) = std::env::var_os(EVALUATOR_ENV) else {
-        return;
-    };
-    let code = match evaluate(&spec.to_string_lossy()) {
-        Ok(line) => {
-            println!("{line}");
-            0
-        }
-        Err(e) => {
-            eprintln!("gc-2pc evaluator: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
-}
-
-// ---------------------------------------------------------------------------------------
-// The garbler side.
-
-/// One two-party session over loopback TCP: this process garbles, a child process (this
-/// binary, which must call [`crate::run_if_child`] first thing) evaluates the library
-/// circuit `name` (`c` is the same circuit, already built). Returns the garbler's report
-/// after checking both parties' outputs against plain evaluation.
-pub fn two_party(
-    name: &str,
-    c: &Circuit,
-    garbler_input: &[u8],
-    evaluator_input: &[u8],
-    evaluations: u64,
-) -> Result<SessionReport, ScenarioError> {
-    let fail = |m: String| ScenarioError::step("two-party session", m);
-    let expected = c
-        .eval_bytes(garbler_input, evaluator_input)
-        .at("two-party session")?;
-    let listener = TcpListener::bind("127.0.0.1:0").at("two-party session")?;
-    let addr = listener.local_addr().at("two-party session")?;
-    let spec = EvaluatorSpec {
-        addr: addr.to_string(),
-        circuit: name.to_owned(),
-        evaluations,
-        input: evaluator_input.to_vec(),
-    };
-    let exe = std::env::current_exe().at("two-party session: own executable")?;
-    let mut child = Command::new(exe)
-        .env(EVALUATOR_ENV, spec.encode())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .at("two-party session: starting the evaluator")?;
-    let garbled = (|| {
-        let mut ch = accept_from(&listener, &mut child)?;
-        let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
-            .map_err(|e| e.to_string())?;
-        let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
-        session::run_garbler(&mut ch, c, &vec![bits; n], &SessionOptions::default())
-            .map_err(|e| e.to_string())
-    })();
-    if garbled.is_err() {
-        // The evaluator may be stuck waiting for us: do not wait for its timeout.
-        let _ = child.kill();
-    }
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut stdout);
-    }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut stderr);
-    }
-    let status = child
-        .wait()
-        .at("two-party session: waiting for the evaluator")?;
-    let out = garbled.map_err(|e| {
-        fail(format!(
-            "garbler: {e}; evaluator ({status}): {}",
-            stderr.trim()
-        ))
-    })?;
-    if !status.success() {
-        return Err(fail(format!(
-            "evaluator failed ({status}): {}",
-            stderr.trim()
-        )));
-    }
-    let want = format!("ok {}", hex(&expected));
-    if stdout.trim() != want {
-        return Err(fail(format!(
-            "the evaluator's output {:?} differs from plain evaluation {want:?}",
-            stdout.trim()
-        )));
-    }
-    if out.output_bytes().iter().any(|o| *o != expected) {
-        return Err(fail(
-            "the garbler's output differs from plain evaluation".into(),
-        ));
-    }
-    Ok(out.report)
-}
-
-/// Waits for the evaluator to connect, giving up at once if it exits first (bad input,
-/// failed start) and after [`PEER_TIMEOUT`] otherwise.
-fn accept_from(listener: &TcpListener, child: &mut Child) -> Result<TcpChannel, String> {
-    let start = Instant::now();
-    loop {
-        match TcpChannel::accept(listener, Duration::from_millis(50)) {
-            Ok(ch) => return Ok(ch),
-            Err(ChannelError::Timeout(_)) => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(format!("the evaluator exited ({status}) before connecting"));
-                }
-                if start.elapsed() > PEER_TIMEOUT {
-                    return Err(format!(
-                        "the evaluator did not connect within {PEER_TIMEOUT:?}"
-                    ));
-                }
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-}
-
-/// Per-gate costs measured in isolation (garble and evaluate), in ns per gate.
-struct GateCosts {
-    garble: [f64; 3],
-    evaluate: [f64; 3],
-}
-
-const MICRO_KINDS: [GateKind; 3] = [GateKind::And, GateKind::Xor, GateKind::Inv];
-
-impl GateCosts {
-    /// Isolated garbling cost of one evaluation of a circuit: gates × ns/gate (EQ and EQW
-    /// are copies and cost nothing).
-    fn garble_ns(&self, stats: &garble::Stats) -> f64 {
-        MICRO_KINDS
-            .iter()
-            .zip(self.garble)
-            .map(|(&k, ns)| stats.count(k) as f64 * ns)
-            .sum()
-    }
 }
 
 impl Gc2pc {
@@ -521,86 +283,6 @@ impl Gc2pc {
     }
 }
 
-/// A party's stage breakdown of one session (`Load | Init | OT Init | Peer Inputs | Garble |
-/// Result`, time and bytes), as a record body.
-pub fn stage_breakdown(name: &str, r: &SessionReport) -> measure::record::StageBreakdown {
-    let mut stages = Stages::new();
-    add_stages(&mut stages, r);
-    stages.finish(name, Some(r.total), None)
-}
-
-/// A circuit from a Bristol Fashion (or old Bristol) file, or, when no such file exists, from
-/// the library by name (`aes128`, `sha256`, `mul1024`, `mulN`).
-pub fn load_circuit(spec: &str) -> Result<Circuit, String> {
-    let path = std::path::Path::new(spec);
-    if !path.exists()
-        && let Some(c) = garble::library::by_name(spec)
-    {
-        return Ok(c);
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "{spec}: {e} (and it is not a library circuit: {})",
-            garble::library::NAMES.join(", ")
-        )
-    })?;
-    garble::bristol::parse(&text).map_err(|e| format!("{spec}: {e}"))
-}
-
-fn add_stages(stages: &mut Stages, r: &SessionReport) {
-    for st in Stage::ALL {
-        let s = r.stage(st);
-        stages.add(st.name(), s.time, s.bytes_received, s.bytes_sent);
-    }
-    stages.end_run();
-}
-
-/// The per-gate table of one evaluation: count, isolated ns/gate, time.
-fn gate_table(name: &str, stats: &garble::Stats, costs: &GateCosts) -> Table {
-    let mut rows: Vec<Vec<Value>> = MICRO_KINDS
-        .iter()
-        .enumerate()
-        .map(|(i, &k)| {
-            let n = stats.count(k);
-            vec![
-                Value::from(gate_name(k)),
-                Value::from(n),
-                Value::from(costs.garble[i]),
-                Value::from(costs.evaluate[i]),
-                Value::from(n as f64 * costs.garble[i] / 1e3),
-            ]
-        })
-        .collect();
-    let copies = stats.count(GateKind::Eq) + stats.count(GateKind::Eqw);
-    rows.push(vec![
-        Value::from("EQ/EQW"),
-        Value::from(copies),
-        Value::from(0.0),
-        Value::from(0.0),
-        Value::from(0.0),
-    ]);
-    Table {
-        name: format!("gates-{name}"),
-        title: format!("Per-gate cost of one {name} evaluation (isolated micro-benchmarks)"),
-        columns: [
-            "gate",
-            "count",
-            "garble ns/gate",
-            "evaluate ns/gate",
-            "garble time µs",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-        source: None,
-        notes: vec![
-            "The theoretical minimum of a session is the garbling time of its gates measured \
-             alone; the stage table shows the measured total against it."
-                .into(),
-        ],
-    }
-}
-
 impl Scenario for Gc2pc {
     fn name(&self) -> &'static str {
         NAME
@@ -693,33 +375,6 @@ impl Scenario for Gc2pc {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hex_round_trips_and_rejects_garbage() {
-        assert_eq!(unhex("00ff10Ab").unwrap(), [0x00, 0xff, 0x10, 0xab]);
-        assert_eq!(unhex("0x0102").unwrap(), [1, 2]);
-        assert_eq!(hex(&[0xde, 0xad]), "dead");
-        assert!(unhex("abc").unwrap_err().contains("odd"));
-        assert!(unhex("zz").unwrap_err().contains("not a hex digit"));
-    }
-
-    #[test]
-    fn evaluator_spec_round_trips_and_rejects_bad_fields() {
-        let s = EvaluatorSpec {
-            addr: "127.0.0.1:4000".into(),
-            circuit: "aes128".into(),
-            evaluations: 7,
-            input: vec![1, 2, 3],
-        };
-        let d = EvaluatorSpec::decode(&s.encode()).unwrap();
-        assert_eq!(
-            (d.addr.as_str(), d.circuit.as_str(), d.evaluations, d.input),
-            ("127.0.0.1:4000", "aes128", 7, vec![1, 2, 3])
-        );
-        assert!(EvaluatorSpec::decode("v2;a;b;1;00").is_err());
-        assert!(EvaluatorSpec::decode("v1;a;b;x;00").is_err());
-        assert!(EvaluatorSpec::decode("v1;a;b").is_err());
-    }
 
     #[test]
     fn bulk_size_scales_with_the_circuit() {
