@@ -27,7 +27,9 @@ use crate::boundary::{self, Config};
 use crate::{Context, Preset, RunOptions, Scenario, ScenarioError};
 use service::{Client, ClientError, SERVICE, id};
 
-pub use self::analysis::{CLAIM_BATCH, checks, comparison};
+pub use self::analysis::{
+    CLAIM_BATCH, SUPERLINEAR_TOLERANCE, checks, comparison, superlinear_checks, weak_32_derived_kops,
+};
 pub use service::register;
 
 const NAME: &str = "dp-tree";
@@ -333,7 +335,10 @@ impl Scenario for DpTree {
                 }
             }
         }
-        for (backend, params, body) in checks(&outcomes) {
+        for (backend, params, body) in checks(&outcomes)
+            .into_iter()
+            .chain(superlinear_checks(&outcomes))
+        {
             ctx.emit(NAME, &backend, params, body)?;
         }
         let params = measure::params! {};
@@ -383,6 +388,42 @@ mod tests {
             },
             points,
         }
+    }
+
+    /// The same function flags the published weak-scaling figure (168x on 32 threads) as a
+    /// finding about the publication, passes a sub-linear sweep of ours, and fails one of
+    /// ours that scales beyond its thread count.
+    #[test]
+    fn superlinear_speedups_are_flagged_in_published_and_own_sweeps() {
+        let sweep = |rates: &[(u64, f64)]| {
+            let threads: Vec<usize> = rates.iter().map(|r| r.0 as usize).collect();
+            let ops: Vec<u64> = rates.iter().map(|r| r.1 as u64).collect();
+            let walls: Vec<Vec<f64>> = rates.iter().map(|_| vec![1e9]).collect();
+            measure::sweep::scaling_points("add", ScalingMode::Weak, &threads, &ops, &walls, 2)
+        };
+        let ok = outcome("native", 1, sweep(&[(1, 1000.0), (2, 1900.0), (4, 2100.0)]));
+        let bad = outcome("sandbox", 1, sweep(&[(1, 1000.0), (2, 1900.0), (4, 9000.0)]));
+        let checks = superlinear_checks(&[ok, bad]);
+        let verdicts: Vec<(&str, Verdict, bool)> = checks
+            .iter()
+            .map(|(backend, _, body)| match body {
+                Body::Check(c) => (backend.as_str(), c.verdict, c.fails_run()),
+                _ => panic!("not a check"),
+            })
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("all", Verdict::Fail, false),
+                ("native", Verdict::Pass, false),
+                ("sandbox", Verdict::Fail, true)
+            ]
+        );
+        let Body::Check(published) = &checks[0].2 else {
+            unreachable!()
+        };
+        assert!(published.message.contains("168x"), "{}", published.message);
+        assert!(published.message.contains("52.5 kops/s (derived by ccbench)"));
     }
 
     /// The original's weak-scaling run as synthetic timings: 32 threads of 1,024 adds each

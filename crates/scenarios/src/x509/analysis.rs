@@ -4,6 +4,7 @@
 use aws_lc_rs::digest::{SHA256, digest};
 use enclave::Backend;
 use enclave::alloc::{self};
+use measure::sweep::speedup_efficiency;
 use measure::record::{
     Check, DurationPass, Params, ScalingMode, ScalingPoint, Table, Value, Verdict,
 };
@@ -14,14 +15,10 @@ use crate::hex::hex;
 
 /// A fixed-duration pass as a weak-scaling point relative to `base` (the sweep's first).
 pub(super) fn scaling_point(pass: &DurationPass, base: Option<&ScalingPoint>) -> ScalingPoint {
-    let (base_threads, base_rate) = base
-        .map(|b| (b.threads as f64, b.ops_per_s))
-        .unwrap_or((pass.threads as f64, pass.ops_per_s));
-    let speedup = if base_rate > 0.0 {
-        pass.ops_per_s / base_rate
-    } else {
-        0.0
-    };
+    let base = base
+        .map(|b| (b.threads, b.ops_per_s))
+        .unwrap_or((pass.threads, pass.ops_per_s));
+    let (speedup, efficiency) = speedup_efficiency(base, pass.threads, pass.ops_per_s);
     ScalingPoint {
         name: pass.name.clone(),
         mode: ScalingMode::Weak,
@@ -33,7 +30,7 @@ pub(super) fn scaling_point(pass: &DurationPass, base: Option<&ScalingPoint>) ->
         wall_ns: pass.wall_ns,
         ops_per_s: pass.ops_per_s,
         speedup,
-        efficiency: speedup / (pass.threads as f64 / base_threads),
+        efficiency,
     }
 }
 
