@@ -419,7 +419,10 @@ mod tests {
         let sweep = [(1, 100.0), (2, 160.0), (4, 500.0), (8, 820.0)];
         let found = superlinear(&sweep, 0.10);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert_eq!((found[0].threads, found[0].speedup, found[0].bound), (4, 5.0, 4.0));
+        assert_eq!(
+            (found[0].threads, found[0].speedup, found[0].bound),
+            (4, 5.0, 4.0)
+        );
         assert_eq!(found[1].threads, 8);
         assert!(superlinear(&sweep, 0.30).iter().all(|s| s.threads == 4));
         assert!(superlinear(&[(1, 10.0), (32, 300.0)], 0.1).is_empty());

@@ -313,7 +313,10 @@ pub fn comparison(outcomes: &[Outcome], threads: &[usize]) -> Table {
             &|_| Value::from(""),
         ),
         row(
-            label("weak scaling counted once (original: derived by ccbench)", 32),
+            label(
+                "weak scaling counted once (original: derived by ccbench)",
+                32,
+            ),
             Value::from((weak_32_derived_kops() * 10.0).round() / 10.0),
             &|o| kops(o.at(ScalingMode::Weak, 32)),
         ),

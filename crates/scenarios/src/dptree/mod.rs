@@ -28,7 +28,8 @@ use crate::{Context, Preset, RunOptions, Scenario, ScenarioError};
 use service::{Client, ClientError, SERVICE, id};
 
 pub use self::analysis::{
-    CLAIM_BATCH, SUPERLINEAR_TOLERANCE, checks, comparison, superlinear_checks, weak_32_derived_kops,
+    CLAIM_BATCH, SUPERLINEAR_TOLERANCE, checks, comparison, superlinear_checks,
+    weak_32_derived_kops,
 };
 pub use service::register;
 
@@ -402,7 +403,11 @@ mod tests {
             measure::sweep::scaling_points("add", ScalingMode::Weak, &threads, &ops, &walls, 2)
         };
         let ok = outcome("native", 1, sweep(&[(1, 1000.0), (2, 1900.0), (4, 2100.0)]));
-        let bad = outcome("sandbox", 1, sweep(&[(1, 1000.0), (2, 1900.0), (4, 9000.0)]));
+        let bad = outcome(
+            "sandbox",
+            1,
+            sweep(&[(1, 1000.0), (2, 1900.0), (4, 9000.0)]),
+        );
         let checks = superlinear_checks(&[ok, bad]);
         let verdicts: Vec<(&str, Verdict, bool)> = checks
             .iter()
@@ -423,7 +428,11 @@ mod tests {
             unreachable!()
         };
         assert!(published.message.contains("168x"), "{}", published.message);
-        assert!(published.message.contains("52.5 kops/s (derived by ccbench)"));
+        assert!(
+            published
+                .message
+                .contains("52.5 kops/s (derived by ccbench)")
+        );
     }
 
     /// The original's weak-scaling run as synthetic timings: 32 threads of 1,024 adds each

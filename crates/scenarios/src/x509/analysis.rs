@@ -4,10 +4,10 @@
 use aws_lc_rs::digest::{SHA256, digest};
 use enclave::Backend;
 use enclave::alloc::{self};
-use measure::sweep::speedup_efficiency;
 use measure::record::{
     Check, DurationPass, Params, ScalingMode, ScalingPoint, Table, Value, Verdict,
 };
+use measure::sweep::speedup_efficiency;
 
 use super::Sweep;
 use super::chain::{Chain, KeyKind, VERIFY_AT};
