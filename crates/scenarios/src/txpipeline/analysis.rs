@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use measure::record::{Body, Check, Record, Table, Value, Verdict};
+use measure::record::{Body, Check, Measurement, Record, Table, Value, Verdict};
 
 use super::NAME;
 use super::client::{ACCOUNTS, RSA_BITS};
@@ -102,6 +102,24 @@ pub(super) fn str_param(r: &Record, key: &str) -> Option<String> {
         Some(Value::Str(s)) => Some(s.clone()),
         _ => None,
     }
+}
+
+/// The `tx` measurement of configuration `config` on `backend`, if it was made.
+pub fn tx_measurement<'a>(
+    records: &'a [Record],
+    backend: &str,
+    config: ConfigId,
+) -> Option<&'a Measurement> {
+    records.iter().find_map(|r| match &r.body {
+        Body::Measurement(m)
+            if r.backend == backend
+                && m.name == "tx"
+                && str_param(r, "config").as_deref() == Some(config.name()) =>
+        {
+            Some(m)
+        }
+        _ => None,
+    })
 }
 
 /// Throughput of each configuration on `backend`, from the `tx` measurement records.
