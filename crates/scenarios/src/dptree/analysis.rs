@@ -1,7 +1,9 @@
 //! The original's published figures beside ours, the checks of the claims on this
 //! machine's numbers, and the comparison table.
 
-use measure::record::{Body, Check, Params, ScalingMode, ScalingPoint, Table, Value, Verdict};
+use measure::record::{
+    Body, Check, Cost, CostFigure, Params, ScalingMode, ScalingPoint, Table, Value, Verdict,
+};
 use measure::sweep::{available_cores, superlinear};
 
 use super::{CALIBRATION_INITIAL, CALIBRATION_MAX, ORIGINAL_CALIBRATION_MAX, Outcome};
@@ -371,4 +373,44 @@ pub fn comparison(outcomes: &[Outcome], threads: &[usize]) -> Table {
             ),
         ],
     }
+}
+
+/// The cost summary's rows: time per add at the smallest thread count, one add per ecall and
+/// [`CLAIM_BATCH`] adds per ecall, `native` against the boundary configurations. Each run of
+/// the sweep point is one sample (wall time over adds).
+pub fn costs(outcomes: &[Outcome]) -> Vec<Cost> {
+    let figure = |o: &Outcome| {
+        let p = o.base()?;
+        let per_add: Vec<f64> = p
+            .wall_samples_ns
+            .iter()
+            .map(|w| w / p.ops_total.max(1) as f64)
+            .collect();
+        CostFigure::new(&o.title(), o.config.label(), per_add)
+    };
+    let mut out = Vec::new();
+    for batch in [1, CLAIM_BATCH] {
+        let Some(baseline) = find(outcomes, "native", batch).and_then(figure) else {
+            continue;
+        };
+        let protected: Vec<CostFigure> = outcomes
+            .iter()
+            .filter(|o| o.batch == batch && o.config.label() != "native")
+            .filter_map(figure)
+            .collect();
+        if protected.is_empty() {
+            continue;
+        }
+        out.push(Cost {
+            name: if batch == 1 {
+                "add, one per ecall".to_owned()
+            } else {
+                format!("add, {batch} per ecall")
+            },
+            unit: "add".to_owned(),
+            baseline,
+            protected,
+        });
+    }
+    out
 }

@@ -28,7 +28,7 @@ use crate::{Context, Preset, RunOptions, Scenario, ScenarioError};
 use service::{Client, ClientError, SERVICE, id};
 
 pub use self::analysis::{
-    CLAIM_BATCH, SUPERLINEAR_TOLERANCE, checks, comparison, superlinear_checks,
+    CLAIM_BATCH, SUPERLINEAR_TOLERANCE, checks, comparison, costs, superlinear_checks,
     weak_32_derived_kops,
 };
 pub use service::register;
@@ -160,7 +160,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         format!("{}, batch {}", self.config.title(), self.batch)
     }
 
@@ -175,7 +175,7 @@ impl Outcome {
 
     /// The smallest thread count's point, strong scaling preferred (both start with one
     /// thread's run of the calibrated size).
-    fn base(&self) -> Option<&ScalingPoint> {
+    pub(crate) fn base(&self) -> Option<&ScalingPoint> {
         [ScalingMode::Strong, ScalingMode::Weak]
             .iter()
             .find_map(|&m| {
@@ -348,7 +348,16 @@ impl Scenario for DpTree {
             "all",
             params,
             Body::Table(comparison(&outcomes, &plan.threads)),
-        )
+        )?;
+        for cost in costs(&outcomes) {
+            ctx.emit(
+                NAME,
+                "all",
+                measure::record::Params::new(),
+                Body::Cost(cost),
+            )?;
+        }
+        Ok(())
     }
 }
 

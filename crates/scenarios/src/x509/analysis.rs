@@ -5,7 +5,7 @@ use aws_lc_rs::digest::{SHA256, digest};
 use enclave::Backend;
 use enclave::alloc::{self};
 use measure::record::{
-    Check, DurationPass, Params, ScalingMode, ScalingPoint, Table, Value, Verdict,
+    Check, Cost, CostFigure, DurationPass, Params, ScalingMode, ScalingPoint, Table, Value, Verdict,
 };
 use measure::sweep::speedup_efficiency;
 
@@ -347,6 +347,42 @@ pub(super) fn not_measured(name: &str) -> Check {
         verdict: Verdict::Warn,
         message: "not measured: the sweep lacks 1 or 2 threads".into(),
     }
+}
+
+/// The cost summary's rows: time per verification at one thread, per key type, `native`
+/// against the sandbox configurations. A fixed-duration pass is one sample.
+pub(super) fn costs(sweeps: &[Sweep]) -> Vec<Cost> {
+    let figure = |sw: &Sweep| {
+        let pass = rate_at(sw, 1).filter(|p| p.ops_per_s > 0.0)?;
+        CostFigure::new(
+            &sw.cfg.title(),
+            sw.cfg.config.label(),
+            vec![1e9 / pass.ops_per_s],
+        )
+    };
+    let mut out = Vec::new();
+    for key in [KeyKind::Rsa2048, KeyKind::EcdsaP256] {
+        let of_key = || sweeps.iter().filter(move |s| s.key == key);
+        let Some(baseline) = of_key()
+            .find(|s| s.cfg.config.label() == "native")
+            .and_then(figure)
+        else {
+            continue;
+        };
+        let protected: Vec<CostFigure> = of_key()
+            .filter(|s| s.cfg.config.label() != "native")
+            .filter_map(figure)
+            .collect();
+        if !protected.is_empty() {
+            out.push(Cost {
+                name: format!("verify a {} chain, 1 thread", key.name()),
+                unit: "verification".to_owned(),
+                baseline,
+                protected,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -22,7 +22,9 @@ use enclave::{Backend, Registry};
 use measure::record::{Body, DurationPass, Params, ScalingPoint, Value};
 
 pub use self::analysis::PUBLISHED;
-use self::analysis::{alloc_table, chain_table, checks, comparison_table, delta, scaling_point};
+use self::analysis::{
+    alloc_table, chain_table, checks, comparison_table, costs, delta, scaling_point,
+};
 pub use self::chain::{Chain, KeyKind, LeafValidity, VERIFY_AT, X509Error, chain_dir};
 pub use self::service::{AllocReport, Allocator, SERVICE, id, register};
 use crate::boundary::{self, Config};
@@ -319,6 +321,9 @@ impl Scenario for X509 {
         }) {
             p.extend(all.clone());
             ctx.emit(NAME, &backend, p, Body::Check(check))?;
+        }
+        for cost in costs(&sweeps) {
+            ctx.emit(NAME, "all", all.clone(), Body::Cost(cost))?;
         }
         Ok(())
     }
