@@ -25,7 +25,7 @@ use measure::sweep::{SweepConfig, SweepError, sweep_with_setup};
 
 use crate::boundary::{self, Config};
 use crate::{Context, Preset, RunOptions, Scenario, ScenarioError};
-use service::{Client, ClientError, SERVICE, id};
+use service::{Call, Client, ClientError, SERVICE};
 
 pub use self::analysis::{
     CLAIM_BATCH, SUPERLINEAR_TOLERANCE, checks, comparison, costs, superlinear_checks,
@@ -108,12 +108,9 @@ pub fn configs() -> Vec<Config> {
 }
 
 fn call_name(d: Direction, call: u32) -> String {
-    match (d, call) {
-        (Direction::Ecall, id::INIT) => "init".into(),
-        (Direction::Ecall, id::ADD) => "add".into(),
-        (Direction::Ecall, id::SUM) => "sum".into(),
-        (Direction::Ecall, id::ADD_BATCH) => "add_batch".into(),
-        (_, other) => other.to_string(),
+    match (d, Call::try_from(call)) {
+        (Direction::Ecall, Ok(c)) => c.name().into(),
+        _ => call.to_string(),
     }
 }
 
@@ -126,7 +123,8 @@ enum RunError {
     Cancelled,
 }
 
-/// `ops` adds of 1 (a count), `batch` per ecall, on the calling thread.
+/// `ops` adds of 1 (a count), `batch` per ecall, on the calling thread; `input` is a
+/// whole batch of ones already encoded ([`service::encode_values`]).
 fn work(client: Client<'_>, batch: usize, input: &[u8], ops: u64) -> Result<(), ClientError> {
     if batch == 1 {
         for _ in 0..ops {
@@ -134,13 +132,15 @@ fn work(client: Client<'_>, batch: usize, input: &[u8], ops: u64) -> Result<(), 
         }
         return Ok(());
     }
-    let mut out = Vec::with_capacity(batch);
     let mut left = ops;
     while left > 0 {
         let k = left.min(batch as u64) as usize;
-        out.clear();
-        client.add_batch_encoded(&input[..8 * k], &mut out)?;
-        black_box(out.last());
+        let sums = if k == batch {
+            client.add_batch_encoded(input, k)?
+        } else {
+            client.add_batch(&vec![1.0; k])?
+        };
+        black_box(sums.last());
         left -= k as u64;
     }
     Ok(())
@@ -320,7 +320,12 @@ impl Scenario for DpTree {
         for config in &configs {
             ctx.check_cancel()?;
             let b = config
-                .builder(ctx, SERVICE, &[id::ADD, id::SUM, id::ADD_BATCH], &[])
+                .builder(
+                    ctx,
+                    SERVICE,
+                    &[Call::Add, Call::Sum, Call::AddBatch].map(u32::from),
+                    &[],
+                )
                 .tcs(tcs);
             let e = boundary::start(b, &registry)?;
             let client = Client::new(&e);
@@ -571,10 +576,10 @@ mod tests {
             .start(&register(Registry::new()))
             .unwrap();
         let c = Client::new(&e);
-        let input = service::encode_values(&[1.0; 16]);
         for (batch, ops) in [(1, 5u64), (16, 40), (16, 16), (16, 3)] {
+            let input = service::encode_values(&vec![1.0; batch]);
             c.init(ops, SIGMA).unwrap();
-            work(c, batch, &input[..8 * batch], ops).unwrap();
+            work(c, batch, &input, ops).unwrap();
             // Full: one more add is refused.
             assert!(matches!(
                 c.add(1.0),
