@@ -319,7 +319,10 @@ mod tests {
         ];
         for e in all {
             let reply: Result<f64, TreeError> = Err(e.clone());
-            assert_eq!(decode::<Result<f64, TreeError>>("x", &reply.encode()), Ok(Err(e)));
+            assert_eq!(
+                decode::<Result<f64, TreeError>>("x", &reply.encode()),
+                Ok(Err(e))
+            );
         }
         assert!(decode::<Result<f64, TreeError>>("x", &[]).is_err());
         assert!(decode::<Result<f64, TreeError>>("x", &[1, 4, 1, 2]).is_err());

@@ -15,6 +15,7 @@ use webpki::{EndEntityCert, KeyUsage, anchor_from_trusted_cert};
 
 use crate::At;
 use crate::ScenarioError;
+use crate::codec::Encode;
 use crate::hex::hex;
 
 /// The fixed verification time: 2025-06-01T00:00:00Z, inside every valid chain's validity.
@@ -207,12 +208,13 @@ impl Chain {
         hex(digest(&SHA256, &all).as_ref())
     }
 
-    /// The [`id::LOAD`] input.
+    /// The [`super::Call::Load`] input.
     pub fn load_input(&self) -> Vec<u8> {
-        let mut v = (self.root.len() as u32).to_le_bytes().to_vec();
-        v.extend_from_slice(&self.root);
-        v.extend_from_slice(self.chain_pem().as_bytes());
-        v
+        super::LoadRequest {
+            root: self.root.clone(),
+            chain_pem: self.chain_pem().into_bytes(),
+        }
+        .encode()
     }
 
     /// The same chain with one bit of the leaf's signature flipped (its last byte).

@@ -26,8 +26,11 @@ use self::analysis::{
     alloc_table, chain_table, checks, comparison_table, costs, delta, scaling_point,
 };
 pub use self::chain::{Chain, KeyKind, LeafValidity, VERIFY_AT, X509Error, chain_dir};
-pub use self::service::{AllocReport, Allocator, SERVICE, id, register};
+pub use self::service::{
+    AllocReport, Allocator, Call, LoadRequest, LoopRequest, SERVICE, register,
+};
 use crate::boundary::{self, Config};
+use crate::codec::{Encode, decode};
 use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "x509";
@@ -98,14 +101,14 @@ pub fn start(
         .tcs(tcs)
         .init(&cfg.allocator.init());
     let e = boundary::start(b, &register(Registry::new()))?;
-    e.ecall(id::LOAD, &chain.load_input())
+    e.ecall(Call::Load.into(), &chain.load_input())
         .at("loading the chain")?;
     Ok(e)
 }
 
 /// One verification through the enclave, at [`VERIFY_AT`].
 pub fn verify(e: &enclave::Enclave) -> Result<(), enclave::Error> {
-    e.ecall(id::VERIFY, &VERIFY_AT.to_le_bytes()).map(drop)
+    e.ecall(Call::Verify.into(), &VERIFY_AT.encode()).map(drop)
 }
 
 /// The passes of one configuration and key, in thread order.
@@ -152,12 +155,14 @@ impl X509 {
         let pass = |t: usize, d: Duration| {
             measure::sweep::fixed_duration("verify", t, d, |_, deadline| {
                 let left = deadline.saturating_duration_since(Instant::now());
-                let mut input = (left.as_nanos() as u64).to_le_bytes().to_vec();
-                input.extend_from_slice(&VERIFY_AT.to_le_bytes());
-                let out = e.ecall(id::LOOP, &input)?;
-                out.first_chunk::<8>()
-                    .map(|b| u64::from_le_bytes(*b))
-                    .ok_or_else(|| enclave::Error::Config("the loop returned no count".into()))
+                let input = LoopRequest {
+                    duration_ns: left.as_nanos() as u64,
+                    at_s: VERIFY_AT,
+                }
+                .encode();
+                let out = e.ecall(Call::Loop.into(), &input)?;
+                decode::<u64>("loop reply", &out)
+                    .map_err(|err| enclave::Error::Config(err.to_string()))
             })
             .map_err(|err| {
                 ScenarioError::step(
@@ -172,9 +177,9 @@ impl X509 {
         pass(tcs, (duration / 5).min(Duration::from_millis(200)))?;
         let counters = || -> Result<AllocReport, ScenarioError> {
             let b = e
-                .ecall(id::STATS, &[])
+                .ecall(Call::Stats.into(), &[])
                 .at("reading the allocator's counters")?;
-            AllocReport::decode(&b).map_err(|err| ScenarioError::step("allocator counters", err))
+            AllocReport::decode(&b).at("allocator counters")
         };
         let mut last = if sandbox { Some(counters()?) } else { None };
         let mut deltas = Vec::new();
@@ -390,9 +395,12 @@ mod tests {
             .start(&reg)
             .unwrap();
         assert!(verify(&e).unwrap_err().to_string().contains("no chain"));
-        assert!(e.ecall(id::LOAD, &[9, 0, 0, 0, 1]).is_err());
-        assert!(e.ecall(id::LOOP, b"short").is_err());
-        let stats = AllocReport::decode(&e.ecall(id::STATS, &[]).unwrap()).unwrap();
+        assert!(e.ecall(Call::Load.into(), &[9, 0, 0, 0, 1]).is_err());
+        assert!(e.ecall(Call::Loop.into(), b"short").is_err());
+        let mut long = VERIFY_AT.encode();
+        long.push(0);
+        assert!(e.ecall(Call::Verify.into(), &long).is_err());
+        let stats = AllocReport::decode(&e.ecall(Call::Stats.into(), &[]).unwrap()).unwrap();
         assert_eq!(stats.mode, Mode::System);
         let err = enclave::Enclave::builder(SERVICE)
             .backend(Backend::Native)
@@ -412,13 +420,16 @@ mod tests {
     fn loop_counts_successful_verifications() {
         let c = Chain::generate(KeyKind::EcdsaP256, LeafValidity::Current).unwrap();
         let e = start(None, &configs()[0], 1, &c).unwrap();
-        let mut input = 20_000_000u64.to_le_bytes().to_vec();
-        input.extend_from_slice(&VERIFY_AT.to_le_bytes());
-        let n = u64::from_le_bytes(*e.ecall(id::LOOP, &input).unwrap().first_chunk().unwrap());
+        let input = LoopRequest {
+            duration_ns: 20_000_000,
+            at_s: VERIFY_AT,
+        }
+        .encode();
+        let n: u64 = decode("loop reply", &e.ecall(Call::Loop.into(), &input).unwrap()).unwrap();
         assert!(n > 0);
         // A failing chain stops the loop with an error, not a count.
-        e.ecall(id::LOAD, &c.with_flipped_signature().load_input())
+        e.ecall(Call::Load.into(), &c.with_flipped_signature().load_input())
             .unwrap();
-        assert!(e.ecall(id::LOOP, &input).is_err());
+        assert!(e.ecall(Call::Loop.into(), &input).is_err());
     }
 }

@@ -9,22 +9,42 @@ use enclave::{Ctx, Registry, Service, ServiceError};
 use rustls_pki_types::{CertificateDer, UnixTime};
 
 use super::chain::{X509Error, verify_once};
+use crate::codec::{CodecError, Decode, Encode, decode};
 
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.x509";
 
-/// Ecall ids of the service.
-pub mod id {
-    /// Input: `[u32 root length][root DER][chain PEM: leaf, then intermediates]`. Keeps the
-    /// chain for the calls below (the chain enters the enclave once, not per verification).
-    pub const LOAD: u32 = 0;
-    /// Input: `[u64 verification time, s since the Unix epoch]`. One verification.
-    pub const VERIFY: u32 = 1;
-    /// Input: `[u64 duration, ns][u64 verification time, s]`. Loops verifications for the
-    /// duration; returns the count as a little-endian u64.
-    pub const LOOP: u32 = 2;
-    /// Returns the enclave allocator's counters, see [`super::AllocReport`].
-    pub const STATS: u32 = 3;
+crate::calls! {
+    /// The service's ecalls.
+    pub enum Call {
+        /// Input: a [`LoadRequest`]. Replaces the chain the service holds.
+        Load = 0 => "load",
+        /// Input: the verification time (`u64`, s since the Unix epoch). One verification.
+        Verify = 1 => "verify",
+        /// Input: a [`LoopRequest`]. Loops verifications for the duration; returns the
+        /// count (`u64`).
+        Loop = 2 => "loop",
+        /// Returns the enclave allocator's counters, an [`AllocReport`].
+        Stats = 3 => "stats",
+    }
+}
+
+/// The input of [`Call::Load`]: the trust anchor and the chain to verify.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct LoadRequest {
+    /// The root certificate, DER.
+    pub root: Vec<u8>,
+    /// Leaf and intermediate, PEM.
+    pub chain_pem: Vec<u8>,
+}
+
+/// The input of [`Call::Loop`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub struct LoopRequest {
+    /// How long to loop, ns.
+    pub duration_ns: u64,
+    /// The verification time, s since the Unix epoch.
+    pub at_s: u64,
 }
 
 impl From<X509Error> for ServiceError {
@@ -44,13 +64,6 @@ pub(super) struct X509Service {
     chain: RwLock<Option<Arc<Loaded>>>,
     /// Capacity of the bounded heap when this enclave runs on one.
     heap: Option<usize>,
-}
-
-pub(super) fn le_u64(b: &[u8], at: usize) -> Result<u64, X509Error> {
-    b.get(at..at + 8)
-        .and_then(|s| <[u8; 8]>::try_from(s).ok())
-        .map(u64::from_le_bytes)
-        .ok_or(X509Error::Input("expected a little-endian u64"))
 }
 
 impl X509Service {
@@ -77,18 +90,12 @@ impl X509Service {
 
 impl Service for X509Service {
     fn ecall(&self, call_id: u32, input: &[u8], _: &mut Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
-        match call_id {
-            id::LOAD => {
-                let len = input
-                    .first_chunk::<4>()
-                    .map(|b| u32::from_le_bytes(*b) as usize)
-                    .ok_or(X509Error::Input("missing the root's length"))?;
-                let root = input
-                    .get(4..4 + len)
-                    .ok_or(X509Error::Input("root shorter than its length"))?;
+        match Call::try_from(call_id)? {
+            Call::Load => {
+                let r: LoadRequest = decode("load request", input)?;
                 let loaded = Loaded {
-                    root: root.to_vec(),
-                    chain_pem: input[4 + len..].to_vec(),
+                    root: r.root,
+                    chain_pem: r.chain_pem,
                 };
                 *self
                     .chain
@@ -96,17 +103,19 @@ impl Service for X509Service {
                     .map_err(|_| X509Error::Input("chain lock poisoned"))? = Some(Arc::new(loaded));
                 Ok(Vec::new())
             }
-            id::VERIFY => {
-                let at = UnixTime::since_unix_epoch(Duration::from_secs(le_u64(input, 0)?));
+            Call::Verify => {
+                let at_s: u64 = decode("verify request", input)?;
+                let at = UnixTime::since_unix_epoch(Duration::from_secs(at_s));
                 let c = self.loaded()?;
                 let since = alloc::over_budget_events();
                 verify_once(&CertificateDer::from(&c.root[..]), &c.chain_pem, at)?;
                 self.check_heap(since)?;
                 Ok(Vec::new())
             }
-            id::LOOP => {
-                let deadline = Instant::now() + Duration::from_nanos(le_u64(input, 0)?);
-                let at = UnixTime::since_unix_epoch(Duration::from_secs(le_u64(input, 8)?));
+            Call::Loop => {
+                let r: LoopRequest = decode("loop request", input)?;
+                let deadline = Instant::now() + Duration::from_nanos(r.duration_ns);
+                let at = UnixTime::since_unix_epoch(Duration::from_secs(r.at_s));
                 let c = self.loaded()?;
                 let root = CertificateDer::from(&c.root[..]);
                 let since = alloc::over_budget_events();
@@ -114,15 +123,14 @@ impl Service for X509Service {
                     verify_once(&root, &c.chain_pem, at)?;
                     self.check_heap(since)
                 })?;
-                Ok(n.to_le_bytes().to_vec())
+                Ok(n.encode())
             }
-            id::STATS => Ok(AllocReport::current(self.heap.is_some()).encode()),
-            other => Err(ServiceError::UnknownCall(other)),
+            Call::Stats => Ok(AllocReport::current(self.heap.is_some()).encode()),
         }
     }
 }
 
-/// What the enclave's allocator did, as [`id::STATS`] returns it.
+/// What the enclave's allocator did, as [`Call::Stats`] returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllocReport {
     /// The allocator the service runs on.
@@ -146,44 +154,46 @@ impl AllocReport {
         }
     }
 
-    fn encode(&self) -> Vec<u8> {
+    /// The message [`Call::Stats`] returns: the mode, the routing flag, then the heap's
+    /// counters in field order.
+    pub fn encode(&self) -> Vec<u8> {
         let h = &self.heap;
-        [
-            u64::from(self.mode == Mode::SingleLock),
-            u64::from(self.aws_lc_routed),
-            h.capacity as u64,
-            h.in_use as u64,
-            h.peak as u64,
-            h.rust_allocs,
-            h.c_allocs,
-            h.frees,
-            h.over_budget,
-            h.contended,
-        ]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect()
+        (
+            self.mode == Mode::SingleLock,
+            self.aws_lc_routed,
+            [h.capacity as u64, h.in_use as u64, h.peak as u64],
+            [
+                h.rust_allocs,
+                h.c_allocs,
+                h.frees,
+                h.over_budget,
+                h.contended,
+            ],
+        )
+            .encode()
     }
 
-    /// Decodes [`id::STATS`]'s output.
-    pub fn decode(b: &[u8]) -> Result<Self, X509Error> {
-        let v = |i: usize| le_u64(b, 8 * i);
+    /// Decodes [`Call::Stats`]'s output.
+    pub fn decode(b: &[u8]) -> Result<Self, CodecError> {
+        let (single_lock, aws_lc_routed, sizes, counts): (bool, bool, [u64; 3], [u64; 5]) =
+            decode("allocator report", b)?;
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         Ok(AllocReport {
-            mode: if v(0)? == 1 {
+            mode: if single_lock {
                 Mode::SingleLock
             } else {
                 Mode::System
             },
-            aws_lc_routed: v(1)? == 1,
+            aws_lc_routed,
             heap: alloc::HeapStats {
-                capacity: v(2)? as usize,
-                in_use: v(3)? as usize,
-                peak: v(4)? as usize,
-                rust_allocs: v(5)?,
-                c_allocs: v(6)?,
-                frees: v(7)?,
-                over_budget: v(8)?,
-                contended: v(9)?,
+                capacity: size(sizes[0]),
+                in_use: size(sizes[1]),
+                peak: size(sizes[2]),
+                rust_allocs: counts[0],
+                c_allocs: counts[1],
+                frees: counts[2],
+                over_budget: counts[3],
+                contended: counts[4],
             },
         })
     }
