@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn superlinear_points_are_flagged_and_linear_ones_are_not() {
         // 1.6x on 2 threads is fine; 5x on 4 threads is 25% beyond linear and then some.
-        let sweep = [(1, 100.0), (2, 160.0), (4, 500.0), (8, 820.0)];
+        let sweep = [(1, 100.0), (2, 160.0), (4, 500.0), (8, 950.0)];
         let found = superlinear(&sweep, 0.10);
         assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(
@@ -424,7 +424,7 @@ mod tests {
             (4, 5.0, 4.0)
         );
         assert_eq!(found[1].threads, 8);
-        assert!(superlinear(&sweep, 0.30).iter().all(|s| s.threads == 4));
+        assert!(superlinear(&sweep, 0.30).is_empty());
         assert!(superlinear(&[(1, 10.0), (32, 300.0)], 0.1).is_empty());
         assert!(superlinear(&[], 0.1).is_empty());
     }
