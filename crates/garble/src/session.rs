@@ -99,11 +99,16 @@ pub struct StageReport {
     pub stage: Stage,
     /// Wall time spent in it.
     pub time: Duration,
-    /// Bytes that crossed this party's transport outwards during it (written to the socket;
-    /// a byte buffered at the end of a stage counts in the stage that flushed it).
+    /// Bytes this party's protocol sent during it (handed to the channel).
     pub bytes_sent: u64,
-    /// Bytes that crossed this party's transport inwards during it (read from the socket).
+    /// Bytes this party's protocol received during it.
     pub bytes_received: u64,
+    /// Bytes that crossed the transport outwards during it (written to the socket; a byte
+    /// buffered at the end of a stage counts in the stage that flushed it).
+    pub wire_sent: u64,
+    /// Bytes that crossed the transport inwards during it (read from the socket, read-ahead
+    /// included).
+    pub wire_received: u64,
 }
 
 /// What a session measured.
@@ -125,10 +130,15 @@ pub struct SessionReport {
     pub table_bytes: u64,
     /// Wall time of the whole session.
     pub total: Duration,
-    /// Total bytes this party wrote to its transport (socket counters, not `send` calls).
+    /// Total bytes this party's protocol sent.
     pub bytes_sent: u64,
-    /// Total bytes this party read from its transport.
+    /// Total bytes this party's protocol received.
     pub bytes_received: u64,
+    /// Total bytes this party wrote to its transport (the socket's counter): what crossed
+    /// the wire, counted independently of the protocol's own bookkeeping.
+    pub wire_bytes_sent: u64,
+    /// Total bytes this party read from its transport.
+    pub wire_bytes_received: u64,
 }
 
 impl SessionReport {
@@ -225,7 +235,37 @@ pub enum SessionError {
 
 struct Stages {
     acc: Vec<StageReport>,
-    cur: Option<(Stage, Instant, u64, u64)>,
+    cur: Option<(Stage, Instant, Counters)>,
+}
+
+/// A channel's four byte counters at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    sent: u64,
+    received: u64,
+    wire_sent: u64,
+    wire_received: u64,
+}
+
+impl Counters {
+    fn of<C: Channel>(ch: &C) -> Counters {
+        Counters {
+            sent: ch.bytes_sent(),
+            received: ch.bytes_received(),
+            wire_sent: ch.wire_bytes_sent(),
+            wire_received: ch.wire_bytes_received(),
+        }
+    }
+
+    /// What moved since `earlier`.
+    fn since(self, earlier: Counters) -> Counters {
+        Counters {
+            sent: self.sent - earlier.sent,
+            received: self.received - earlier.received,
+            wire_sent: self.wire_sent - earlier.wire_sent,
+            wire_received: self.wire_received - earlier.wire_received,
+        }
+    }
 }
 
 impl Stages {
@@ -238,6 +278,8 @@ impl Stages {
                     time: Duration::ZERO,
                     bytes_sent: 0,
                     bytes_received: 0,
+                    wire_sent: 0,
+                    wire_received: 0,
                 })
                 .collect(),
             cur: None,
@@ -246,20 +288,18 @@ impl Stages {
 
     fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
         self.close(ch);
-        self.cur = Some((
-            s,
-            Instant::now(),
-            ch.wire_bytes_sent(),
-            ch.wire_bytes_received(),
-        ));
+        self.cur = Some((s, Instant::now(), Counters::of(ch)));
     }
 
     fn close<C: Channel>(&mut self, ch: &C) {
-        if let Some((s, t, sent, recv)) = self.cur.take() {
+        if let Some((s, t, at)) = self.cur.take() {
+            let d = Counters::of(ch).since(at);
             let r = &mut self.acc[s as usize];
             r.time += t.elapsed();
-            r.bytes_sent += ch.wire_bytes_sent() - sent;
-            r.bytes_received += ch.wire_bytes_received() - recv;
+            r.bytes_sent += d.sent;
+            r.bytes_received += d.received;
+            r.wire_sent += d.wire_sent;
+            r.wire_received += d.wire_received;
         }
     }
 }
@@ -340,7 +380,7 @@ fn report(
     backend: Backend,
     stages: Stages,
     t0: Instant,
-    (sent, received): (u64, u64),
+    moved: Counters,
 ) -> SessionReport {
     SessionReport {
         role,
@@ -351,8 +391,10 @@ fn report(
         label_slots: prog.num_slots(),
         table_bytes: prog.and_gates() * gc::TABLE_BYTES as u64 * n,
         total: t0.elapsed(),
-        bytes_sent: sent,
-        bytes_received: received,
+        bytes_sent: moved.sent,
+        bytes_received: moved.received,
+        wire_bytes_sent: moved.wire_sent,
+        wire_bytes_received: moved.wire_received,
     }
 }
 
@@ -365,7 +407,7 @@ pub fn run_garbler<C: Channel>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.wire_bytes_sent(), ch.wire_bytes_received());
+    let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -428,18 +470,10 @@ pub fn run_garbler<C: Channel>(
         .map(|k| bits_from_bytes(&out[k * out_bytes..(k + 1) * out_bytes], prog.output_bits()))
         .collect();
     st.close(ch);
-    let (sent, recv) = (ch.wire_bytes_sent() - s0, ch.wire_bytes_received() - r0);
+    let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs,
-        report: report(
-            Role::Garbler,
-            &prog,
-            n,
-            hasher.backend(),
-            st,
-            t0,
-            (sent, recv),
-        ),
+        report: report(Role::Garbler, &prog, n, hasher.backend(), st, t0, moved),
     })
 }
 
@@ -452,7 +486,7 @@ pub fn run_evaluator<C: Channel>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.wire_bytes_sent(), ch.wire_bytes_received());
+    let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -513,17 +547,9 @@ pub fn run_evaluator<C: Channel>(
     ch.send(&out_msg)?;
     ch.flush()?;
     st.close(ch);
-    let (sent, recv) = (ch.wire_bytes_sent() - s0, ch.wire_bytes_received() - r0);
+    let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs,
-        report: report(
-            Role::Evaluator,
-            &prog,
-            n,
-            hasher.backend(),
-            st,
-            t0,
-            (sent, recv),
-        ),
+        report: report(Role::Evaluator, &prog, n, hasher.backend(), st, t0, moved),
     })
 }

@@ -204,6 +204,15 @@ fn tcp_wire_bytes_are_exact() {
         );
         let out = c.output_bits().div_ceil(8) as u64;
         assert_eq!(r.table_bytes_per_and(), 32.0);
+        // The sockets' own counters: everything the protocol sent crossed the wire, and
+        // exactly what its messages predict.
+        let (want_g, want_e) = garble::session::expected_wire_bytes(&c, n);
+        assert_eq!((g.wire_bytes_sent, g.bytes_sent), (want_g, want_g));
+        assert_eq!((e.wire_bytes_sent, e.bytes_sent), (want_e, want_e));
+        assert_eq!(e.wire_bytes_received, g.wire_bytes_sent);
+        assert_eq!(g.wire_bytes_received, e.wire_bytes_sent);
+        let per_stage: u64 = g.stages.iter().map(|s| s.wire_sent).sum();
+        assert_eq!(per_stage, g.wire_bytes_sent);
         assert_eq!(g.stage(Stage::Garble).bytes_sent, 32 * and * n);
         assert_eq!(g.stage(Stage::Garble).bytes_received, 0);
         assert_eq!(e.stage(Stage::Garble).bytes_received, 32 * and * n);

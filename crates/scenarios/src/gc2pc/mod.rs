@@ -229,9 +229,9 @@ impl Gc2pc {
             totals.push(r.total.as_nanos() as f64);
             let expected = garble::session::expected_wire_bytes(&c, 1).0;
             wire = WireBytes {
-                measured: r.bytes_sent,
+                measured: r.wire_bytes_sent,
                 expected,
-                tables_per_and: (r.bytes_sent as f64 - (expected - 32 * and) as f64)
+                tables_per_and: (r.wire_bytes_sent as f64 - (expected - 32 * and) as f64)
                     / and.max(1) as f64,
             };
         }
