@@ -14,7 +14,7 @@ use measure::jsonl::{RecordSink, read_records};
 use measure::record::{Body, Record};
 use scenarios::{Context, Emit, Preset, RunOptions, ScalingSelection, ScenarioError};
 
-use crate::args::{CompareArgs, ReportArgs, RunArgs, Scaling};
+use crate::args::{AbArgs, CompareArgs, CompareOpts, ReportArgs, RunArgs, Scaling};
 use crate::progress::Bar;
 use crate::{EXIT_INTERRUPTED, Exit};
 
@@ -243,22 +243,177 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compare(args: CompareArgs) -> Result<ExitCode> {
-    let a = read_records(&args.baseline)?;
-    let b = read_records(&args.candidate)?;
-    let opts = report::compare::CompareOptions {
-        alpha: args.alpha,
-        threshold: args.threshold / 100.0,
-    };
-    let cmp = report::compare::compare(&a, &b, &opts);
-    if args.markdown {
+/// The results files a compare argument stands for: a file; a run folder holding
+/// `results.jsonl`; or a folder of run folders (as `ccbench ab` writes), in name order.
+fn run_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let direct = path.join("results.jsonl");
+    if direct.is_file() {
+        return Ok(vec![direct]);
+    }
+    let mut files = Vec::new();
+    for entry in
+        std::fs::read_dir(path).with_context(|| format!("reading the folder {}", path.display()))?
+    {
+        let entry = entry.with_context(|| format!("reading the folder {}", path.display()))?;
+        let f = entry.path().join("results.jsonl");
+        if f.is_file() {
+            files.push(f);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(Exit::usage(format!(
+            "{} holds no results.jsonl, and no folder that holds one",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(files)
+}
+
+fn read_side(paths: &[PathBuf]) -> Result<Vec<Vec<Record>>> {
+    let mut runs = Vec::new();
+    for p in paths {
+        for f in run_files(p)? {
+            runs.push(read_records(&f)?);
+        }
+    }
+    Ok(runs)
+}
+
+fn compare_options(o: &CompareOpts) -> report::compare::CompareOptions {
+    report::compare::CompareOptions {
+        alpha: o.alpha,
+        threshold: o.threshold / 100.0,
+        gross_ratio: o.gross_threshold,
+    }
+}
+
+/// Prints a comparison and decides the exit status.
+fn compare_sides(a: &[Vec<Record>], b: &[Vec<Record>], o: &CompareOpts) -> ExitCode {
+    let cmp = report::compare::compare_runs(a, b, &compare_options(o));
+    if o.markdown {
         println!("{}", cmp.render_markdown());
     } else {
         println!("{}", cmp.render_terminal());
     }
-    if args.fail_on_regression && cmp.has_regression() {
-        eprintln!("regression: at least one significant slowdown beyond the threshold");
-        return Ok(ExitCode::FAILURE);
+    if o.fail_on_regression && cmp.has_regression() {
+        eprintln!(
+            "regression: at least one significant slowdown beyond the threshold, or a slowdown \
+             beyond the gross threshold that the test cannot decide"
+        );
+        return ExitCode::FAILURE;
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
+}
+
+pub fn compare(args: CompareArgs) -> Result<ExitCode> {
+    let (a_paths, b_paths) = if args.candidate.is_empty() {
+        match args.baseline.as_slice() {
+            [a, b] => (vec![a.clone()], vec![b.clone()]),
+            _ => {
+                return Err(Exit::usage(format!(
+                    "compare takes two paths (A B), or several per side separated by `--` \
+                     (A1 A2 -- B1 B2); got {} path(s) and no `--`",
+                    args.baseline.len()
+                ))
+                .into());
+            }
+        }
+    } else {
+        (args.baseline.clone(), args.candidate.clone())
+    };
+    let a = read_side(&a_paths)?;
+    let b = read_side(&b_paths)?;
+    Ok(compare_sides(&a, &b, &args.opts))
+}
+
+/// Which side runs at position `i` of an A/B interleaving: A B B A A B B A ..., so that a
+/// linear drift of the machine over time adds the same to both sides.
+pub fn ab_side(i: usize) -> usize {
+    [0, 1, 1, 0][i % 4]
+}
+
+pub fn ab(args: AbArgs) -> Result<ExitCode> {
+    if args.command.first().map(String::as_str) != Some("run") {
+        return Err(Exit::usage(
+            "ab runs `run ...` on each binary: put `-- run SCENARIO... [options]` last",
+        )
+        .into());
+    }
+    if args
+        .command
+        .iter()
+        .any(|a| a == "--out" || a.starts_with("--out="))
+    {
+        return Err(Exit::usage("ab chooses each run's --out itself; leave it out").into());
+    }
+    for bin in [&args.a, &args.b] {
+        if !bin.is_file() {
+            return Err(Exit::usage(format!("{} is not a file", bin.display())).into());
+        }
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = measure::env::rfc3339_utc(SystemTime::now()).replace(':', "-");
+        Path::new("results").join(format!("ab-{stamp}"))
+    });
+    let sides = [("a", &args.a), ("b", &args.b)];
+    let runs = args.runs as usize;
+    let quiet = args.command.iter().any(|a| a == "--quiet" || a == "-q");
+    let mut done = [0usize; 2];
+    // Every block of four positions (and the last two of 2N) gives each side the same count.
+    for i in 0..2 * runs {
+        let side = ab_side(i);
+        done[side] += 1;
+        let (name, bin) = sides[side];
+        let dir = out.join(name).join(format!("run-{:02}", done[side]));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the output folder {}", dir.display()))?;
+        eprintln!(
+            "ab: run {}/{}: {} ({}) -> {}",
+            i + 1,
+            2 * runs,
+            name.to_uppercase(),
+            bin.display(),
+            dir.display()
+        );
+        let status = std::process::Command::new(bin)
+            .args(&args.command)
+            .args((!quiet).then_some("--quiet"))
+            .arg("--out")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        // A run whose checks failed still measured: its results count.
+        match status.code() {
+            Some(0) => {}
+            Some(c) if c == i32::from(crate::EXIT_CHECK_FAILED) => eprintln!(
+                "ab: {} exited {c}: a check failed on its data (see {}/report.md); its \
+                 results are compared all the same",
+                bin.display(),
+                dir.display()
+            ),
+            _ => anyhow::bail!(
+                "{} {} failed ({status}); the runs so far are in {}",
+                bin.display(),
+                args.command.join(" "),
+                out.display()
+            ),
+        }
+    }
+    let a = read_side(&[out.join("a")])?;
+    let b = read_side(&[out.join("b")])?;
+    println!(
+        "A: {} ({} runs), B: {} ({} runs), interleaved; results in {}",
+        args.a.display(),
+        a.len(),
+        args.b.display(),
+        b.len(),
+        out.display()
+    );
+    Ok(compare_sides(&a, &b, &args.opts))
 }
