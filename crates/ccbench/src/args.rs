@@ -133,6 +133,10 @@ pub struct RunArgs {
     /// No progress bars (they are also off when stderr is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
+    /// A `warn` from a check of this run's data fails the run too (exit 3), as a `fail` does:
+    /// for CI.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]

@@ -11,12 +11,13 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, Result};
 use measure::env::{BuildInfo, Env};
 use measure::jsonl::{RecordSink, read_records};
-use measure::record::{Body, Record};
+use measure::record::{Body, Check, Record, Verdict};
+use report::verdicts::Verdicts;
 use scenarios::{Context, Emit, Preset, RunOptions, ScalingSelection, ScenarioError};
 
 use crate::args::{AbArgs, CompareArgs, CompareOpts, ReportArgs, RunArgs, Scaling};
 use crate::progress::Bar;
-use crate::{EXIT_INTERRUPTED, Exit};
+use crate::{EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Exit};
 
 /// The identity of this binary, for the environment record.
 pub fn build_info() -> BuildInfo {
@@ -197,30 +198,109 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     bar.clear();
+    if let Some(check) = injected_check()? {
+        sink.emit(&Record::new(
+            "run",
+            "host",
+            measure::params! {},
+            Body::Check(check),
+        ))?;
+    }
 
     // The report is made from the file alone, exactly as `ccbench report` would.
     let records = read_records(&results)?;
     let written = report::write_report(&records, &out_dir, &report::Options::default())
         .with_context(|| format!("writing the report into {}", out_dir.display()))?;
+    // The tables, ending with the cost summary, then the checks' verdicts.
     println!("{}", report::terminal_summary(&records));
+    let verdicts = Verdicts::of(&records);
+    println!("{}", verdicts.render_terminal());
     println!(
         "{} records in {}; report: {}",
         records.len(),
         results.display(),
         written.html.display()
     );
-    if interrupted {
-        eprintln!("interrupted: the results file holds every record measured before Ctrl-C");
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
-    }
-    if !failed.is_empty() {
-        anyhow::bail!(
+    match outcome(interrupted, !failed.is_empty(), &verdicts, args.strict) {
+        Outcome::Interrupted => {
+            eprintln!("interrupted: the results file holds every record measured before Ctrl-C");
+            Ok(ExitCode::from(EXIT_INTERRUPTED))
+        }
+        Outcome::ScenarioFailed => anyhow::bail!(
             "{} scenario(s) failed:\n  {}",
             failed.len(),
             failed.join("\n  ")
-        );
+        ),
+        Outcome::CheckFailed => {
+            eprintln!(
+                "{}: {} check(s) of this run's data failed{}; everything was written (exit \
+                 status {EXIT_CHECK_FAILED})",
+                if args.strict { "strict" } else { "failed" },
+                verdicts.run.fail,
+                if args.strict {
+                    format!(" and {} warned", verdicts.run.warn)
+                } else {
+                    String::new()
+                }
+            );
+            Ok(ExitCode::from(EXIT_CHECK_FAILED))
+        }
+        Outcome::Success => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// How a run ended, most important first: the exit status follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ctrl-C: exit 130.
+    Interrupted,
+    /// A scenario returned an error: exit 1.
+    ScenarioFailed,
+    /// A check of the run's own data failed (or warned, under `--strict`): exit 3.
+    CheckFailed,
+    /// Exit 0.
+    Success,
+}
+
+/// The outcome of a run from what happened and the checks' verdicts. Checks of published
+/// figures never fail a run.
+pub fn outcome(
+    interrupted: bool,
+    scenario_failed: bool,
+    verdicts: &Verdicts,
+    strict: bool,
+) -> Outcome {
+    if interrupted {
+        Outcome::Interrupted
+    } else if scenario_failed {
+        Outcome::ScenarioFailed
+    } else if verdicts.fails_run(strict) {
+        Outcome::CheckFailed
+    } else {
+        Outcome::Success
+    }
+}
+
+/// Test-only: `CCBENCH_TEST_CHECK=fail|warn|published-fail` makes a run emit one check of that
+/// verdict (scenario `run`), so that the exit path can be tested end to end without a broken
+/// scenario. Unset in normal use.
+fn injected_check() -> Result<Option<Check>> {
+    let Some(v) = std::env::var_os("CCBENCH_TEST_CHECK") else {
+        return Ok(None);
+    };
+    let name = "injected by CCBENCH_TEST_CHECK";
+    let message = "a test-only check, not a measurement";
+    Ok(Some(match v.to_str() {
+        Some("fail") => Check::run(name, Verdict::Fail, message),
+        Some("warn") => Check::run(name, Verdict::Warn, message),
+        Some("published-fail") => Check::published(name, Verdict::Fail, message),
+        _ => {
+            return Err(Exit::usage(format!(
+                "CCBENCH_TEST_CHECK must be fail, warn or published-fail, got {v:?}"
+            ))
+            .into());
+        }
+    }))
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
@@ -239,6 +319,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let written = report::write_report(&records, &out_dir, &report::Options::default())
         .with_context(|| format!("writing the report into {}", out_dir.display()))?;
     println!("{}", report::terminal_summary(&records));
+    println!("{}", Verdicts::of(&records).render_terminal());
     println!("report: {}", written.html.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -416,4 +497,42 @@ pub fn ab(args: AbArgs) -> Result<ExitCode> {
         out.display()
     );
     Ok(compare_sides(&a, &b, &args.opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use measure::params;
+
+    fn verdicts(checks: Vec<Check>) -> Verdicts {
+        let records: Vec<Record> = checks
+            .into_iter()
+            .map(|c| Record::new("s", "native", params! {}, Body::Check(c)))
+            .collect();
+        Verdicts::of(&records)
+    }
+
+    #[test]
+    fn the_exit_status_follows_the_checks_of_the_run() {
+        let pass = verdicts(vec![Check::run("a", Verdict::Pass, "")]);
+        let warn = verdicts(vec![Check::run("a", Verdict::Warn, "")]);
+        let fail = verdicts(vec![Check::run("a", Verdict::Fail, "")]);
+        let published = verdicts(vec![Check::published("a", Verdict::Fail, "")]);
+        assert_eq!(outcome(false, false, &pass, true), Outcome::Success);
+        assert_eq!(outcome(false, false, &warn, false), Outcome::Success);
+        assert_eq!(outcome(false, false, &warn, true), Outcome::CheckFailed);
+        assert_eq!(outcome(false, false, &fail, false), Outcome::CheckFailed);
+        assert_eq!(outcome(false, false, &published, true), Outcome::Success);
+        // Precedence: Ctrl-C, then a scenario's error, then the checks.
+        assert_eq!(outcome(false, true, &fail, false), Outcome::ScenarioFailed);
+        assert_eq!(outcome(true, true, &fail, false), Outcome::Interrupted);
+    }
+
+    #[test]
+    fn ab_interleaving_is_balanced() {
+        for runs in 1..10 {
+            let a = (0..2 * runs).filter(|&i| ab_side(i) == 0).count();
+            assert_eq!(a, runs);
+        }
+    }
 }

@@ -430,7 +430,7 @@ fn write_results(path: &Path, samples: &[f64]) {
             iters_per_sample: 1000,
             samples_ns: samples.to_vec(),
             summary,
-            overhead_ns: 0.5,
+            overhead_ns: Some(0.5),
             ops_per_s: ops,
             bytes_per_op: None,
             bytes_per_s: None,
@@ -591,4 +591,46 @@ fn ab_interleaves_the_two_binaries_and_compares_between_runs() {
         "x",
     ]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_failed_check_of_the_run_exits_3_after_writing_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = |verdict: &str, out: &str, strict: bool| {
+        let out = dir.path().join(out);
+        let mut args = vec!["run", "crypto", "--quick", "--quiet", "--out"];
+        args.push(out.to_str().unwrap());
+        if strict {
+            args.push("--strict");
+        }
+        let o = ccbench()
+            .env("CCBENCH_TEST_CHECK", verdict)
+            .args(&args)
+            .output()
+            .unwrap();
+        (o, out)
+    };
+    let (o, out) = go("fail", "fail", false);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Checks of this run's data:"), "{text}");
+    assert!(
+        text.contains("  FAIL  run/host: injected by CCBENCH_TEST_CHECK"),
+        "{text}"
+    );
+    for f in ["results.jsonl", "report.md", "report.html", "plots"] {
+        assert!(out.join(f).exists(), "{f} written before the exit");
+    }
+    // A warn passes, unless --strict.
+    let (o, _) = go("warn", "warn", false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (o, _) = go("warn", "strict", true);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    // A finding about published figures never fails the run, even under --strict.
+    let (o, _) = go("published-fail", "published", true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("Findings about the published figures (not failures of this run)")
+    );
 }

@@ -1,16 +1,18 @@
 //! The report as a list of blocks (headings, text, tables, plots), built once from the records
 //! and rendered to markdown, HTML or a terminal.
 //!
-//! Layout: title, failed and warning checks, the environment, then one section per scenario
-//! (in order of first appearance) with one subsection per backend, each listing its records by
-//! kind; scaling plots close each scenario, one set per scaling mode.
+//! Layout: title; the cost summary (what confidentiality costs, one row per headline workload;
+//! in files only, a terminal shows it last); failed and warning checks of this run, and
+//! findings about published figures; the environment; then one section per scenario (in order
+//! of first appearance) with one subsection per backend, each listing its records by kind;
+//! scaling plots close each scenario, one set per scaling mode.
 
 use std::collections::HashSet;
 
 use measure::Record;
 use measure::record::{
-    Body, Calibration, Check, DurationPass, Histogram, Measurement, Params, ScalingMode,
-    ScalingPoint, StageBreakdown, Table as TableRecord, Value, Verdict,
+    Body, Calibration, Check, CheckSubject, DurationPass, Histogram, Measurement, Params,
+    ScalingMode, ScalingPoint, StageBreakdown, Table as TableRecord, Value, Verdict,
 };
 
 use crate::Options;
@@ -30,6 +32,8 @@ pub(crate) enum Block {
     Error(String),
     /// Something to look at.
     Warning(String),
+    /// A finding about published figures (not a failure of this run).
+    Finding(String),
     /// A table.
     Table(Table),
     /// A plot, by index into [`Doc::plots`].
@@ -124,14 +128,6 @@ fn outliers_text(m: &Measurement) -> String {
     }
 }
 
-fn verdict_text(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Pass => "PASS",
-        Verdict::Warn => "WARN",
-        Verdict::Fail => "FAIL",
-    }
-}
-
 fn oversub_note(threads: u64, cores: u64, oversubscribed: bool) -> String {
     if oversubscribed {
         format!("oversubscribed: {threads} threads > {cores} cores")
@@ -172,8 +168,19 @@ impl Builder<'_> {
     }
 }
 
-/// Builds the report. Without `plots`, no chart is prepared (for terminal output).
-pub(crate) fn build(records: &[Record], opts: &Options, plots: bool) -> Doc {
+/// Where a report goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// Markdown and HTML files: plots, and the cost summary first.
+    Files,
+    /// A terminal: no plots, and no cost summary (the caller prints it last, where a reader
+    /// of a scrolling terminal looks).
+    Terminal,
+}
+
+/// Builds the report.
+pub(crate) fn build(records: &[Record], opts: &Options, layout: Layout) -> Doc {
+    let plots = layout == Layout::Files;
     let mut b = Builder {
         opts,
         plots_wanted: plots,
@@ -206,19 +213,35 @@ pub(crate) fn build(records: &[Record], opts: &Options, plots: bool) -> Doc {
         }
     )));
 
-    // Failed checks first, where nobody can miss them.
+    // The answer first: what confidentiality costs.
+    if layout == Layout::Files
+        && let Some(t) = crate::cost::summary_table(records, true)
+    {
+        b.blocks
+            .push(Block::Heading(2, crate::cost::HEADING.to_owned()));
+        b.blocks.push(Block::Table(t));
+        b.blocks
+            .push(Block::Text(crate::cost::EXPLANATION.to_owned()));
+    }
+
+    // Failed checks next, where nobody can miss them.
     for r in records {
         if let Body::Check(c) = &r.body {
             let what = label(&r.scenario, &r.backend, &c.name, &r.params);
-            match c.verdict {
-                Verdict::Fail => b
+            match (c.subject, c.verdict) {
+                (_, Verdict::Pass) => {}
+                (CheckSubject::Run, Verdict::Fail) => b
                     .blocks
                     .push(Block::Error(format!("check failed: {what}: {}", c.message))),
-                Verdict::Warn => b.blocks.push(Block::Warning(format!(
+                (CheckSubject::Run, Verdict::Warn) => b.blocks.push(Block::Warning(format!(
                     "check warning: {what}: {}",
                     c.message
                 ))),
-                Verdict::Pass => {}
+                (CheckSubject::Published, v) => b.blocks.push(Block::Finding(format!(
+                    "{} {what}: {}",
+                    crate::verdicts::verdict_text(v),
+                    c.message
+                ))),
             }
         }
     }
@@ -332,9 +355,24 @@ fn backend_section(b: &mut Builder<'_>, scenario: &str, backend: &str, recs: &[&
     let histograms = of_kind!(Histogram);
     let tables = of_kind!(Table);
 
-    if !checks.is_empty() {
+    let (own, published): (Vec<_>, Vec<_>) = checks
+        .iter()
+        .partition(|(_, c)| c.subject == CheckSubject::Run);
+    if !own.is_empty() {
         b.blocks.push(Block::Heading(4, "Checks".to_owned()));
-        b.blocks.push(Block::Table(check_table(&checks)));
+        b.blocks.push(Block::Table(check_table(&own)));
+    }
+    if !published.is_empty() {
+        b.blocks.push(Block::Heading(
+            4,
+            "Findings about the published figures".to_owned(),
+        ));
+        b.blocks.push(Block::Text(
+            "The same checks run on figures someone published: a verdict here is a finding \
+             about the publication, not a failure of this run."
+                .to_owned(),
+        ));
+        b.blocks.push(Block::Table(check_table(&published)));
     }
     if !measurements.is_empty() {
         b.blocks.push(Block::Heading(4, "Measurements".to_owned()));
@@ -449,7 +487,7 @@ fn check_table(checks: &[(&Record, &Check)]) -> Table {
     for (r, c) in checks {
         let mut row = vec![c.name.clone()];
         row.extend(param_cells(&keys, &r.params));
-        row.push(verdict_text(c.verdict).to_owned());
+        row.push(crate::verdicts::verdict_text(c.verdict).to_owned());
         row.push(c.message.clone());
         t.push(row);
     }
@@ -924,6 +962,9 @@ fn scaling_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record]) {
     }
 }
 
+/// How a finding about published figures is introduced, in every format.
+const FINDING: &str = "Finding about the published figures (not a failure of this run)";
+
 /// Markdown text outside tables: one line, `<` escaped so no markup slips through.
 fn md_text(s: &str) -> String {
     s.chars()
@@ -951,6 +992,9 @@ fn markdown_blocks(doc: &Doc, blocks: &[Block], out: &mut String) {
             }
             Block::Warning(text) => {
                 out.push_str(&format!("> **Warning:** {}\n\n", md_text(text)));
+            }
+            Block::Finding(text) => {
+                out.push_str(&format!("> **{FINDING}:** {}\n\n", md_text(text)));
             }
             Block::Table(t) => {
                 out.push_str(&t.to_markdown());
@@ -1012,6 +1056,7 @@ pub(crate) fn to_terminal(doc: &Doc, charset: Charset) -> String {
             }
             Block::Error(t) => out.push_str(&format!("ERROR: {}\n", text(t))),
             Block::Warning(t) => out.push_str(&format!("warning: {}\n", text(t))),
+            Block::Finding(t) => out.push_str(&format!("{FINDING}: {}\n", text(t))),
             Block::Table(t) => out.push_str(&t.to_terminal(charset)),
             Block::Plot(_) | Block::Details(..) => {}
         }
@@ -1027,6 +1072,9 @@ th{background:#f3f3f3}td.num,th.num{text-align:right;font-variant-numeric:tabula
 tr:nth-child(even) td{background:#fafafa}\
 .error{background:#fde2e1;border-left:6px solid #c62828;padding:0.6em 1em;margin:0.5em 0;font-weight:bold}\
 .warning{background:#fff4d6;border-left:6px solid #e0a000;padding:0.6em 1em;margin:0.5em 0}\
+.finding{background:#e3effc;border-left:6px solid #1f5fa8;padding:0.6em 1em;margin:0.5em 0}\
+.scroll{max-width:100%;overflow-x:auto;margin:0.5em 0 1.5em}.scroll table{margin:0}\
+p,li,.error,.warning,.finding,summary,h1,h2,h3,h4{overflow-wrap:anywhere}\
 figure{margin:1em 0}figure svg{max-width:100%;height:auto}\
 h2{border-bottom:2px solid #ddd;padding-bottom:0.2em;margin-top:2em}\
 details{margin:1em 0}summary{cursor:pointer;font-weight:bold}";
@@ -1034,6 +1082,11 @@ details{margin:1em 0}summary{cursor:pointer;font-weight:bold}";
 fn html_blocks(doc: &Doc, svgs: &[String], blocks: &[Block], out: &mut String) {
     for block in blocks {
         match block {
+            Block::Heading(2, text) => out.push_str(&format!(
+                "<h2 id=\"{}\">{}</h2>\n",
+                escape(&crate::cost::section_id(text)),
+                escape(text)
+            )),
             Block::Heading(level, text) => {
                 let l = (*level).clamp(1, 6);
                 out.push_str(&format!("<h{l}>{}</h{l}>\n", escape(text)));
@@ -1045,6 +1098,10 @@ fn html_blocks(doc: &Doc, svgs: &[String], blocks: &[Block], out: &mut String) {
             )),
             Block::Warning(text) => out.push_str(&format!(
                 "<div class=\"warning\">Warning: {}</div>\n",
+                escape(text)
+            )),
+            Block::Finding(text) => out.push_str(&format!(
+                "<div class=\"finding\">{FINDING}: {}</div>\n",
                 escape(text)
             )),
             Block::Table(t) => out.push_str(&t.to_html()),
