@@ -28,12 +28,16 @@
 use std::collections::HashMap;
 
 use measure::Record;
-use measure::record::Body;
+use measure::record::{Body, Cost};
 use measure::stats::{bootstrap_ratio_ci, mann_whitney_u, median};
 
 use crate::doc::params_text;
 use crate::table::{Charset, Table};
 use crate::units;
+
+/// The heading of the cost summary in a comparison.
+const COST_HEADING: &str =
+    "What confidentiality costs, A and B (protected median / unprotected median)";
 
 /// The fewest values per side the test is run on; below it a pair is "not enough samples".
 pub const MIN_SAMPLES: usize = 3;
@@ -242,6 +246,28 @@ pub struct Counts {
     pub gross: usize,
 }
 
+/// How the cost of one protected configuration moved between the two sides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostRow {
+    /// The scenario.
+    pub scenario: String,
+    /// The workload (the Cost record's name).
+    pub workload: String,
+    /// The protected configuration's label.
+    pub protected: String,
+    /// Protected median over unprotected median in A (the median over A's runs).
+    pub a_cost: f64,
+    /// The same in B.
+    pub b_cost: f64,
+}
+
+impl CostRow {
+    /// `b_cost / a_cost`: above 1, protection costs more in B.
+    pub fn ratio(&self) -> f64 {
+        self.b_cost / self.a_cost
+    }
+}
+
 /// The comparison of two sets of runs (A: baseline, B: candidate).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
@@ -255,6 +281,9 @@ pub struct Comparison {
     pub only_in_a: Vec<RecordKey>,
     /// Records only in B.
     pub only_in_b: Vec<RecordKey>,
+    /// The cost summary on both sides: one row per protected figure of each Cost record
+    /// found on both sides.
+    pub costs: Vec<CostRow>,
 }
 
 /// The numbers compared for a record: its metric name and raw samples (ns), or a single value.
@@ -466,6 +495,12 @@ pub fn compare_runs<R: AsRef<[Record]>>(a: &[R], b: &[R], opts: &CompareOptions)
         };
         rows.extend(row);
     }
+    let mut costs = Vec::new();
+    for full in &side_a.order {
+        if let (Some(ra), Some(rb)) = (side_a.runs.get(full), side_b.runs.get(full)) {
+            costs.extend(cost_rows(ra, rb));
+        }
+    }
     let only_in_b = side_b
         .order
         .iter()
@@ -478,7 +513,45 @@ pub fn compare_runs<R: AsRef<[Record]>>(a: &[R], b: &[R], opts: &CompareOptions)
         rows,
         only_in_a,
         only_in_b,
+        costs,
     }
+}
+
+/// Per protected label (in A's first record's order), the median over each side's runs of the
+/// cost ratio protected / unprotected.
+fn cost_rows(a: &[&Record], b: &[&Record]) -> Vec<CostRow> {
+    let cost = |r: &&Record| match &r.body {
+        Body::Cost(c) => Some(c.clone()),
+        _ => None,
+    };
+    let ca: Vec<Cost> = a.iter().filter_map(cost).collect();
+    let cb: Vec<Cost> = b.iter().filter_map(cost).collect();
+    let Some(first) = ca.first() else {
+        return Vec::new();
+    };
+    let per_run = |cs: &[Cost], label: &str| -> Option<f64> {
+        let ratios: Vec<f64> = cs
+            .iter()
+            .filter_map(|c| {
+                let p = c.protected.iter().find(|p| p.label == label)?;
+                Some(crate::cost::ratio(&c.baseline, p)).filter(|r| r.is_finite())
+            })
+            .collect();
+        median(&ratios).ok()
+    };
+    first
+        .protected
+        .iter()
+        .filter_map(|p| {
+            Some(CostRow {
+                scenario: a[0].scenario.clone(),
+                workload: first.name.clone(),
+                protected: p.label.clone(),
+                a_cost: per_run(&ca, &p.label)?,
+                b_cost: per_run(&cb, &p.label)?,
+            })
+        })
+        .collect()
 }
 
 impl Comparison {
@@ -537,6 +610,32 @@ impl Comparison {
             ]);
         }
         t
+    }
+
+    fn cost_table(&self) -> Option<Table> {
+        if self.costs.is_empty() {
+            return None;
+        }
+        let mut t = Table::new([
+            "scenario",
+            "workload",
+            "protected",
+            "cost in A",
+            "cost in B",
+            "B/A",
+        ])
+        .right(3..6);
+        for c in &self.costs {
+            t.push(vec![
+                c.scenario.clone(),
+                c.workload.clone(),
+                c.protected.clone(),
+                units::ratio(c.a_cost),
+                units::ratio(c.b_cost),
+                units::ratio(c.ratio()),
+            ]);
+        }
+        Some(t)
     }
 
     fn basis_line(&self) -> String {
@@ -605,6 +704,11 @@ impl Comparison {
         out.push('\n');
         out.push_str(&self.basis_line());
         out.push('\n');
+        if let Some(t) = self.cost_table() {
+            out.push_str(&format!("\n{COST_HEADING}\n"));
+            out.push_str(&t.to_terminal(charset));
+            out.push('\n');
+        }
         if !self.rows.is_empty() {
             out.push_str(&self.table().to_terminal(charset));
         }
@@ -633,6 +737,11 @@ impl Comparison {
         out.push_str("\n\n");
         out.push_str(&self.basis_line());
         out.push_str("\n\n");
+        if let Some(t) = self.cost_table() {
+            out.push_str(&format!("### {COST_HEADING}\n\n"));
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+        }
         if !self.rows.is_empty() {
             out.push_str(&self.table().to_markdown());
             out.push('\n');
@@ -985,5 +1094,55 @@ mod tests {
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.only_in_a.len(), 1);
         assert_eq!(c.only_in_a[0].name, "open");
+    }
+
+    #[test]
+    fn the_cost_summary_compares_each_cost() {
+        use measure::record::CostFigure;
+        let cost = |native: f64, sandbox: f64| {
+            let fig = |label: &str, c: f64| CostFigure {
+                label: label.into(),
+                backend: label.into(),
+                samples_ns: vec![c, c, c],
+                median_ns: c,
+            };
+            Record::new(
+                "sealing",
+                "all",
+                params! {},
+                Body::Cost(Cost {
+                    name: "seal 1 KiB".into(),
+                    unit: "record".into(),
+                    baseline: fig("native", native),
+                    protected: vec![fig("sandbox", sandbox)],
+                }),
+            )
+        };
+        let c = compare(
+            &[cost(100.0, 300.0)],
+            &[cost(100.0, 450.0)],
+            &CompareOptions::default(),
+        );
+        assert_eq!(c.costs.len(), 1);
+        assert_eq!((c.costs[0].a_cost, c.costs[0].b_cost), (3.0, 4.5));
+        assert!((c.costs[0].ratio() - 1.5).abs() < 1e-12);
+        let text = c.render_terminal();
+        assert!(
+            text.contains("What confidentiality costs, A and B"),
+            "{text}"
+        );
+        assert!(text.contains("3.00×") && text.contains("4.50×") && text.contains("1.50×"));
+        assert!(
+            c.render_markdown()
+                .contains("### What confidentiality costs")
+        );
+        // Between runs: the median of the per-run costs.
+        let a = vec![
+            vec![cost(100.0, 300.0)],
+            vec![cost(100.0, 200.0)],
+            vec![cost(100.0, 250.0)],
+        ];
+        let c = compare_runs(&a, &a, &CompareOptions::default());
+        assert_eq!(c.costs[0].a_cost, 2.5);
     }
 }
