@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 
 use measure::Record;
 
+use doc::Render as _;
+
 pub mod compare;
 mod cost;
 mod csv;
@@ -95,7 +97,7 @@ pub enum Error {
 
 /// The report as GitHub markdown, plots referenced as `plots/<name>.svg`.
 pub fn render_markdown(records: &[Record], opts: &Options) -> String {
-    doc::to_markdown(&doc::build(records, opts, doc::Layout::Files))
+    doc::Markdown.render(&doc::build(records, opts, doc::Layout::Files))
 }
 
 /// The self-contained HTML report (plots inline as SVG, no external resources, all record
@@ -103,7 +105,7 @@ pub fn render_markdown(records: &[Record], opts: &Options) -> String {
 pub fn render_html(records: &[Record], opts: &Options) -> Result<String, Error> {
     let d = doc::build(records, opts, doc::Layout::Files);
     let svgs = svgs(&d, Path::new("plots"))?;
-    Ok(doc::to_html(&d, &svgs))
+    Ok(doc::Html { svgs: &svgs }.render(&d))
 }
 
 /// The report's tables for a terminal, with unicode box drawing, ending with the cost
@@ -115,10 +117,11 @@ pub fn terminal_summary(records: &[Record]) -> String {
 /// The report's tables for a terminal, drawn with the given characters, ending with the cost
 /// summary (see [`cost_summary`]).
 pub fn terminal_tables(records: &[Record], charset: Charset) -> String {
-    let mut out = doc::to_terminal(
-        &doc::build(records, &Options::default(), doc::Layout::Terminal),
-        charset,
-    );
+    let mut out = doc::Terminal { charset }.render(&doc::build(
+        records,
+        &Options::default(),
+        doc::Layout::Terminal,
+    ));
     let costs = cost_summary(records, charset);
     if !costs.is_empty() {
         out.push('\n');
@@ -241,8 +244,9 @@ pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Resul
         }
     }
 
-    let md = doc::to_markdown(&d);
+    let md = doc::Markdown.render(&d);
     write_atomic(&written.markdown, md.as_bytes())?;
-    write_atomic(&written.html, doc::to_html(&d, &svgs).as_bytes())?;
+    let html = doc::Html { svgs: &svgs }.render(&d);
+    write_atomic(&written.html, html.as_bytes())?;
     Ok(written)
 }
