@@ -259,7 +259,8 @@ pub(crate) fn build(records: &[Record], opts: &Options, layout: Layout) -> Doc {
         b.blocks.push(Block::Heading(2, scenario.to_owned()));
         let in_scenario: Vec<&Record> = records
             .iter()
-            .filter(|r| r.scenario == scenario && !matches!(r.body, Body::Env(_)))
+            // Cost records are shown in the summary that opens the report.
+            .filter(|r| r.scenario == scenario && !matches!(r.body, Body::Env(_) | Body::Cost(_)))
             .collect();
         let mut backends: Vec<&str> = Vec::new();
         for r in &in_scenario {
