@@ -99,9 +99,10 @@ pub struct StageReport {
     pub stage: Stage,
     /// Wall time spent in it.
     pub time: Duration,
-    /// Bytes this party sent during it.
+    /// Bytes that crossed this party's transport outwards during it (written to the socket;
+    /// a byte buffered at the end of a stage counts in the stage that flushed it).
     pub bytes_sent: u64,
-    /// Bytes this party received during it.
+    /// Bytes that crossed this party's transport inwards during it (read from the socket).
     pub bytes_received: u64,
 }
 
@@ -124,9 +125,9 @@ pub struct SessionReport {
     pub table_bytes: u64,
     /// Wall time of the whole session.
     pub total: Duration,
-    /// Total bytes sent.
+    /// Total bytes this party wrote to its transport (socket counters, not `send` calls).
     pub bytes_sent: u64,
-    /// Total bytes received.
+    /// Total bytes this party read from its transport.
     pub bytes_received: u64,
 }
 
@@ -245,15 +246,20 @@ impl Stages {
 
     fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
         self.close(ch);
-        self.cur = Some((s, Instant::now(), ch.bytes_sent(), ch.bytes_received()));
+        self.cur = Some((
+            s,
+            Instant::now(),
+            ch.wire_bytes_sent(),
+            ch.wire_bytes_received(),
+        ));
     }
 
     fn close<C: Channel>(&mut self, ch: &C) {
         if let Some((s, t, sent, recv)) = self.cur.take() {
             let r = &mut self.acc[s as usize];
             r.time += t.elapsed();
-            r.bytes_sent += ch.bytes_sent() - sent;
-            r.bytes_received += ch.bytes_received() - recv;
+            r.bytes_sent += ch.wire_bytes_sent() - sent;
+            r.bytes_received += ch.wire_bytes_received() - recv;
         }
     }
 }
@@ -272,6 +278,33 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
         }
     }
     Ok(())
+}
+
+/// What each party of a session must write to its transport, in bytes, derived from the
+/// protocol's messages and the circuit alone: `(garbler, evaluator)` for `n` evaluations.
+///
+/// Garbler: the 48-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
+/// receiver); 16 bytes per evaluator input bit for the correlated OT extension; and per
+/// evaluation 16 bytes per garbler input bit (its labels), 32 bytes per AND gate (two
+/// half-gate ciphertexts) and one output-decoding bit per output wire, in whole bytes.
+/// Evaluator: the 48-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
+/// 128 evaluator input bits (rounded up) per base OT; and the outputs, in whole bytes per
+/// evaluation. A session's measured socket counters are checked against these.
+pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
+    let gbits = circuit.garbler_input_bits() as u64;
+    let ebits = circuit.evaluator_input_bits() as u64;
+    let out = circuit.output_bits().div_ceil(8) as u64;
+    let and = circuit.stats().and_gates();
+    let kappa = crate::ot::KAPPA as u64;
+    let m = ebits * n;
+    let (ot_garbler, ot_evaluator) = if m == 0 {
+        (0, 0)
+    } else {
+        (16 * m, 16 * m.div_ceil(128) * kappa)
+    };
+    let garbler = 48 + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out);
+    let evaluator = 48 + 32 + ot_evaluator + n * out;
+    (garbler, evaluator)
 }
 
 fn header(prog: &Program, n: u64) -> Vec<u8> {
@@ -332,7 +365,7 @@ pub fn run_garbler<C: Channel>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let (s0, r0) = (ch.wire_bytes_sent(), ch.wire_bytes_received());
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -395,7 +428,7 @@ pub fn run_garbler<C: Channel>(
         .map(|k| bits_from_bytes(&out[k * out_bytes..(k + 1) * out_bytes], prog.output_bits()))
         .collect();
     st.close(ch);
-    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    let (sent, recv) = (ch.wire_bytes_sent() - s0, ch.wire_bytes_received() - r0);
     Ok(SessionOutput {
         outputs,
         report: report(
@@ -419,7 +452,7 @@ pub fn run_evaluator<C: Channel>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let (s0, r0) = (ch.wire_bytes_sent(), ch.wire_bytes_received());
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -480,7 +513,7 @@ pub fn run_evaluator<C: Channel>(
     ch.send(&out_msg)?;
     ch.flush()?;
     st.close(ch);
-    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    let (sent, recv) = (ch.wire_bytes_sent() - s0, ch.wire_bytes_received() - r0);
     Ok(SessionOutput {
         outputs,
         report: report(

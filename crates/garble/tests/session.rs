@@ -64,6 +64,11 @@ fn library_circuits_two_party() {
         assert_eq!(r.stage(Stage::Garble).bytes_sent, r.table_bytes);
         assert_eq!(eo.report.stage(Stage::Garble).bytes_received, r.table_bytes);
         assert_eq!(r.bytes_sent, eo.report.bytes_received);
+        // Every byte either party sent is one the protocol's messages account for.
+        assert_eq!(
+            (r.bytes_sent, eo.report.bytes_sent),
+            garble::session::expected_wire_bytes(&c, n as u64)
+        );
     }
 }
 
