@@ -133,6 +133,7 @@ fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let selected = scenarios::resolve(&args.scenarios).map_err(|e| Exit::usage(e.to_string()))?;
+    let injected = injected_check()?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("creating the output folder {}", out_dir.display()))?;
@@ -198,7 +199,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     bar.clear();
-    if let Some(check) = injected_check()? {
+    if let Some(check) = injected {
         sink.emit(&Record::new(
             "run",
             "host",
@@ -232,16 +233,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             failed.join("\n  ")
         ),
         Outcome::CheckFailed => {
+            let what = if args.strict {
+                format!(
+                    "--strict: {} check(s) of this run's data failed and {} warned",
+                    verdicts.run.fail, verdicts.run.warn
+                )
+            } else {
+                format!("{} check(s) of this run's data failed", verdicts.run.fail)
+            };
             eprintln!(
-                "{}: {} check(s) of this run's data failed{}; everything was written (exit \
-                 status {EXIT_CHECK_FAILED})",
-                if args.strict { "strict" } else { "failed" },
-                verdicts.run.fail,
-                if args.strict {
-                    format!(" and {} warned", verdicts.run.warn)
-                } else {
-                    String::new()
-                }
+                "{what}; results, report and plots are written (exit status {EXIT_CHECK_FAILED})"
             );
             Ok(ExitCode::from(EXIT_CHECK_FAILED))
         }

@@ -465,3 +465,14 @@ fn wide_tables_scroll_inside_their_own_box() {
     );
     assert!(html.contains(".scroll{max-width:100%;overflow-x:auto"));
 }
+
+#[test]
+fn failures_come_before_warnings_whatever_the_record_order() {
+    let records = vec![
+        fixture::check(Verdict::Warn, "a bit slow"),
+        fixture::check(Verdict::Fail, "contradiction"),
+    ];
+    let md = report::render_markdown(&records, &no_sample_plots());
+    let (e, w) = (md.find("**ERROR:**").unwrap(), md.find("**Warning:**").unwrap());
+    assert!(e < w, "{md}");
+}

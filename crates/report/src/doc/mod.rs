@@ -227,20 +227,22 @@ pub(crate) fn build(records: &[Record], opts: &Options, layout: Layout) -> Doc {
             .push(Block::Text(crate::cost::EXPLANATION.to_owned()));
     }
 
-    // Failed checks next, where nobody can miss them.
+    // Failed checks next, where nobody can miss them; then warnings; then findings about
+    // published figures, which are not failures of this run.
+    let (mut errors, mut warnings, mut findings) = (Vec::new(), Vec::new(), Vec::new());
     for r in records {
         if let Body::Check(c) = &r.body {
             let what = label(&r.scenario, &r.backend, &c.name, &r.params);
             match (c.subject, c.verdict) {
                 (_, Verdict::Pass) => {}
-                (CheckSubject::Run, Verdict::Fail) => b
-                    .blocks
-                    .push(Block::Error(format!("check failed: {what}: {}", c.message))),
-                (CheckSubject::Run, Verdict::Warn) => b.blocks.push(Block::Warning(format!(
+                (CheckSubject::Run, Verdict::Fail) => {
+                    errors.push(Block::Error(format!("check failed: {what}: {}", c.message)))
+                }
+                (CheckSubject::Run, Verdict::Warn) => warnings.push(Block::Warning(format!(
                     "check warning: {what}: {}",
                     c.message
                 ))),
-                (CheckSubject::Published, v) => b.blocks.push(Block::Finding(format!(
+                (CheckSubject::Published, v) => findings.push(Block::Finding(format!(
                     "{} {what}: {}",
                     crate::verdicts::verdict_text(v),
                     c.message
@@ -248,6 +250,9 @@ pub(crate) fn build(records: &[Record], opts: &Options, layout: Layout) -> Doc {
             }
         }
     }
+    b.blocks.extend(errors);
+    b.blocks.extend(warnings);
+    b.blocks.extend(findings);
 
     for r in records {
         if let Body::Env(env) = &r.body {
