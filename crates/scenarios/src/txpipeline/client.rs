@@ -369,7 +369,7 @@ impl Client {
             let Some(bytes) = &ok.extrinsic else {
                 return fail("no extrinsic".into());
             };
-            let x = decode::<Extrinsic>("extrinsic", &bytes)
+            let x = decode::<Extrinsic>("extrinsic", bytes)
                 .map_err(|e| TxError::Verify(format!("extrinsic: {e}")))?;
             if x.signer != self.keys.signer {
                 return fail("extrinsic signed by another key".into());
