@@ -473,6 +473,9 @@ fn failures_come_before_warnings_whatever_the_record_order() {
         fixture::check(Verdict::Fail, "contradiction"),
     ];
     let md = report::render_markdown(&records, &no_sample_plots());
-    let (e, w) = (md.find("**ERROR:**").unwrap(), md.find("**Warning:**").unwrap());
+    let (e, w) = (
+        md.find("**ERROR:**").unwrap(),
+        md.find("**Warning:**").unwrap(),
+    );
     assert!(e < w, "{md}");
 }

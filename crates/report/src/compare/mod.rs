@@ -321,6 +321,15 @@ fn numbers(r: &Record) -> Numbers {
                 p.wall_samples_ns.iter().map(|w| w / ops).collect(),
             )
         }
+        // A point that repeated its pass has one rate per pass: samples to test.
+        Body::Duration(d) if !d.pass_ops_per_s.is_empty() => Numbers::Samples(
+            "time per op",
+            d.pass_ops_per_s
+                .iter()
+                .filter(|r| **r > 0.0)
+                .map(|r| 1e9 / r)
+                .collect(),
+        ),
         Body::Duration(d) if d.ops_per_s > 0.0 => Numbers::Single("time per op", 1e9 / d.ops_per_s),
         Body::Stages(s) => Numbers::Single("time per run", s.total_ns / s.runs.max(1) as f64),
         Body::Histogram(h) => Numbers::Single("p50 latency", h.p50_ns),

@@ -236,6 +236,7 @@ fn untestable_single_figures_fail_only_beyond_the_gross_ratio() {
                 ops_per_thread: vec![ops_per_s as u64],
                 ops_per_s,
                 ops_per_s_per_thread: ops_per_s,
+                pass_ops_per_s: Vec::new(),
             }),
         )
     };
@@ -379,4 +380,40 @@ fn the_cost_summary_compares_each_cost() {
     ];
     let c = compare_runs(&a, &a, &CompareOptions::default());
     assert_eq!(c.costs[0].a_cost, 2.5);
+}
+
+#[test]
+fn repeated_passes_are_tested_as_samples() {
+    let dur = |rates: &[f64]| {
+        Record::new(
+            "x509",
+            "native",
+            params! {},
+            Body::Duration(measure::record::DurationPass {
+                name: "verify".into(),
+                threads: 1,
+                cores: 2,
+                oversubscribed: false,
+                target_ns: 2e9,
+                wall_ns: 2e9,
+                ops_total: 1000,
+                ops_per_thread: vec![1000],
+                ops_per_s: rates[0],
+                ops_per_s_per_thread: rates[0],
+                pass_ops_per_s: rates.to_vec(),
+            }),
+        )
+    };
+    let a = dur(&[1000.0, 1010.0, 990.0, 1005.0, 995.0]);
+    let b = dur(&[800.0, 810.0, 790.0, 805.0, 795.0]);
+    let c = compare(std::slice::from_ref(&a), &[b], &CompareOptions::default());
+    assert_eq!(c.rows[0].change, Change::Slower);
+    assert_eq!((c.rows[0].n_a, c.rows[0].n_b), (5, 5));
+    assert!((c.rows[0].ratio - 1.25).abs() < 0.01);
+    let c = compare(
+        std::slice::from_ref(&a),
+        std::slice::from_ref(&a),
+        &CompareOptions::default(),
+    );
+    assert_eq!(c.rows[0].change, Change::Unchanged);
 }
