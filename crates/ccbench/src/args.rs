@@ -23,8 +23,11 @@ pub enum Command {
     Run(RunArgs),
     /// Make the report (markdown, HTML, plots) from a results file.
     Report(ReportArgs),
-    /// Compare two results files: ratios of medians with confidence intervals and significance.
+    /// Compare two results files, or several runs per side: ratios of medians with confidence
+    /// intervals and significance.
     Compare(CompareArgs),
+    /// Interleave runs of two ccbench builds on this machine (A, B, B, A, ...), then compare.
+    Ab(AbArgs),
     /// Show the environment fingerprint recorded with every run.
     Env,
     /// The garbled-circuit engine by hand: circuits, and one party of a 2PC session.
@@ -130,6 +133,10 @@ pub struct RunArgs {
     /// No progress bars (they are also off when stderr is not a terminal).
     #[arg(long, short)]
     pub quiet: bool,
+    /// A `warn` from a check of this run's data fails the run too (exit 3), as a `fail` does:
+    /// for CI.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]
@@ -141,24 +148,73 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
+/// When `compare` (and `ab`) mark a change, and what they print.
 #[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// The baseline results file.
-    pub baseline: PathBuf,
-    /// The results file compared against the baseline.
-    pub candidate: PathBuf,
+pub struct CompareOpts {
     /// Smallest relative change (in percent) reported as a change.
     #[arg(long, default_value_t = 5.0, value_parser = parse_percent)]
     pub threshold: f64,
     /// Significance level of the Mann-Whitney U test.
     #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
     pub alpha: f64,
-    /// Exit with status 1 when a significant regression is found.
+    /// Ratio B/A beyond which a record the test cannot decide (not enough samples, or a single
+    /// figure per side) still counts as a regression for --fail-on-regression.
+    #[arg(long, value_name = "RATIO", default_value_t = report::compare::DEFAULT_GROSS_RATIO,
+          value_parser = parse_gross)]
+    pub gross_threshold: f64,
+    /// Exit with status 1 when a regression is found: a significant slowdown beyond the
+    /// threshold, or a slowdown beyond the gross threshold that the test cannot decide.
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Print markdown instead of a terminal table.
     #[arg(long)]
     pub markdown: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Two forms:\n  ccbench compare A.jsonl B.jsonl            one run per side\n  \
+    ccbench compare A1 A2 A3 -- B1 B2 B3       several runs per side, tested between runs\n\
+    A path may be a results file, a run folder (holding results.jsonl), or a folder of run \
+    folders (as `ccbench ab` writes)."
+)]
+pub struct CompareArgs {
+    /// The baseline's runs; without `--`, exactly two paths: the baseline and the candidate.
+    #[arg(required = true, value_name = "A")]
+    pub baseline: Vec<PathBuf>,
+    /// After `--`: the candidate's runs.
+    #[arg(last = true, value_name = "B")]
+    pub candidate: Vec<PathBuf>,
+    #[command(flatten)]
+    pub opts: CompareOpts,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  ccbench ab --a ./ccbench-old --b ./ccbench-new --runs 5 -- run crypto --quick\n\
+    Runs are interleaved A B B A A B ... so that slow drift of the machine hits both sides \
+    alike; each run writes <out>/a/run-NN or <out>/b/run-NN, and the two sides are then \
+    compared between runs."
+)]
+pub struct AbArgs {
+    /// The baseline binary (a ccbench build).
+    #[arg(long, value_name = "BIN")]
+    pub a: PathBuf,
+    /// The candidate binary (a ccbench build).
+    #[arg(long, value_name = "BIN")]
+    pub b: PathBuf,
+    /// Runs per side (at least 4 for the between-run test to be able to mark a change at
+    /// alpha 0.05).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Output folder [default: results/ab-<UTC timestamp>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub opts: CompareOpts,
+    /// The command each binary runs, after `--` (`run SCENARIO... [options]`, without `--out`).
+    #[arg(last = true, required = true, value_name = "RUN ARGS")]
+    pub command: Vec<String>,
 }
 
 fn parse_model(s: &str) -> Result<TransitionModel, String> {
@@ -189,6 +245,16 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     let v = parse_positive(s, "the threshold")?;
     if v >= 100.0 {
         return Err(format!("the threshold is a percentage below 100, got {s}"));
+    }
+    Ok(v)
+}
+
+fn parse_gross(s: &str) -> Result<f64, String> {
+    let v = parse_positive(s, "the gross threshold")?;
+    if v <= 1.0 {
+        return Err(format!(
+            "the gross threshold is a ratio B/A above 1 (e.g. 1.5), got {s}"
+        ));
     }
     Ok(v)
 }

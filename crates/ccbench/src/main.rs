@@ -14,6 +14,9 @@ use args::{Cli, Command};
 
 /// Exit status for a usage error (unknown scenario, invalid option value).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status of a run in which a check failed on the run's own data (or, with `--strict`,
+/// warned): everything was written, and the results should not be trusted as they are.
+pub const EXIT_CHECK_FAILED: u8 = 3;
 /// Exit status after Ctrl-C.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Report(a) => run::report(a),
         Command::Compare(a) => run::compare(a),
+        Command::Ab(a) => run::ab(a),
         Command::Env => run::env(),
         Command::Gc(c) => gc::gc(c),
     };

@@ -11,12 +11,13 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, Result};
 use measure::env::{BuildInfo, Env};
 use measure::jsonl::{RecordSink, read_records};
-use measure::record::{Body, Record};
+use measure::record::{Body, Check, Record, Verdict};
+use report::verdicts::Verdicts;
 use scenarios::{Context, Emit, Preset, RunOptions, ScalingSelection, ScenarioError};
 
-use crate::args::{CompareArgs, ReportArgs, RunArgs, Scaling};
+use crate::args::{AbArgs, CompareArgs, CompareOpts, ReportArgs, RunArgs, Scaling};
 use crate::progress::Bar;
-use crate::{EXIT_INTERRUPTED, Exit};
+use crate::{EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Exit};
 
 /// The identity of this binary, for the environment record.
 pub fn build_info() -> BuildInfo {
@@ -132,6 +133,7 @@ fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let selected = scenarios::resolve(&args.scenarios).map_err(|e| Exit::usage(e.to_string()))?;
+    let injected = injected_check()?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("creating the output folder {}", out_dir.display()))?;
@@ -197,30 +199,109 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     bar.clear();
+    if let Some(check) = injected {
+        sink.emit(&Record::new(
+            "run",
+            "host",
+            measure::params! {},
+            Body::Check(check),
+        ))?;
+    }
 
     // The report is made from the file alone, exactly as `ccbench report` would.
     let records = read_records(&results)?;
     let written = report::write_report(&records, &out_dir, &report::Options::default())
         .with_context(|| format!("writing the report into {}", out_dir.display()))?;
+    // The tables, ending with the cost summary, then the checks' verdicts.
     println!("{}", report::terminal_summary(&records));
+    let verdicts = Verdicts::of(&records);
+    println!("{}", verdicts.render_terminal());
     println!(
         "{} records in {}; report: {}",
         records.len(),
         results.display(),
         written.html.display()
     );
-    if interrupted {
-        eprintln!("interrupted: the results file holds every record measured before Ctrl-C");
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
-    }
-    if !failed.is_empty() {
-        anyhow::bail!(
+    match outcome(interrupted, !failed.is_empty(), &verdicts, args.strict) {
+        Outcome::Interrupted => {
+            eprintln!("interrupted: the results file holds every record measured before Ctrl-C");
+            Ok(ExitCode::from(EXIT_INTERRUPTED))
+        }
+        Outcome::ScenarioFailed => anyhow::bail!(
             "{} scenario(s) failed:\n  {}",
             failed.len(),
             failed.join("\n  ")
-        );
+        ),
+        Outcome::CheckFailed => {
+            let what = if args.strict {
+                format!(
+                    "--strict: {} check(s) of this run's data failed and {} warned",
+                    verdicts.run.fail, verdicts.run.warn
+                )
+            } else {
+                format!("{} check(s) of this run's data failed", verdicts.run.fail)
+            };
+            eprintln!(
+                "{what}; results, report and plots are written (exit status {EXIT_CHECK_FAILED})"
+            );
+            Ok(ExitCode::from(EXIT_CHECK_FAILED))
+        }
+        Outcome::Success => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// How a run ended, most important first: the exit status follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ctrl-C: exit 130.
+    Interrupted,
+    /// A scenario returned an error: exit 1.
+    ScenarioFailed,
+    /// A check of the run's own data failed (or warned, under `--strict`): exit 3.
+    CheckFailed,
+    /// Exit 0.
+    Success,
+}
+
+/// The outcome of a run from what happened and the checks' verdicts. Checks of published
+/// figures never fail a run.
+pub fn outcome(
+    interrupted: bool,
+    scenario_failed: bool,
+    verdicts: &Verdicts,
+    strict: bool,
+) -> Outcome {
+    if interrupted {
+        Outcome::Interrupted
+    } else if scenario_failed {
+        Outcome::ScenarioFailed
+    } else if verdicts.fails_run(strict) {
+        Outcome::CheckFailed
+    } else {
+        Outcome::Success
+    }
+}
+
+/// Test-only: `CCBENCH_TEST_CHECK=fail|warn|published-fail` makes a run emit one check of that
+/// verdict (scenario `run`), so that the exit path can be tested end to end without a broken
+/// scenario. Unset in normal use.
+fn injected_check() -> Result<Option<Check>> {
+    let Some(v) = std::env::var_os("CCBENCH_TEST_CHECK") else {
+        return Ok(None);
+    };
+    let name = "injected by CCBENCH_TEST_CHECK";
+    let message = "a test-only check, not a measurement";
+    Ok(Some(match v.to_str() {
+        Some("fail") => Check::run(name, Verdict::Fail, message),
+        Some("warn") => Check::run(name, Verdict::Warn, message),
+        Some("published-fail") => Check::published(name, Verdict::Fail, message),
+        _ => {
+            return Err(Exit::usage(format!(
+                "CCBENCH_TEST_CHECK must be fail, warn or published-fail, got {v:?}"
+            ))
+            .into());
+        }
+    }))
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
@@ -239,26 +320,220 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let written = report::write_report(&records, &out_dir, &report::Options::default())
         .with_context(|| format!("writing the report into {}", out_dir.display()))?;
     println!("{}", report::terminal_summary(&records));
+    println!("{}", Verdicts::of(&records).render_terminal());
     println!("report: {}", written.html.display());
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compare(args: CompareArgs) -> Result<ExitCode> {
-    let a = read_records(&args.baseline)?;
-    let b = read_records(&args.candidate)?;
-    let opts = report::compare::CompareOptions {
-        alpha: args.alpha,
-        threshold: args.threshold / 100.0,
-    };
-    let cmp = report::compare::compare(&a, &b, &opts);
-    if args.markdown {
+/// The results files a compare argument stands for: a file; a run folder holding
+/// `results.jsonl`; or a folder of run folders (as `ccbench ab` writes), in name order.
+fn run_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let direct = path.join("results.jsonl");
+    if direct.is_file() {
+        return Ok(vec![direct]);
+    }
+    let mut files = Vec::new();
+    for entry in
+        std::fs::read_dir(path).with_context(|| format!("reading the folder {}", path.display()))?
+    {
+        let entry = entry.with_context(|| format!("reading the folder {}", path.display()))?;
+        let f = entry.path().join("results.jsonl");
+        if f.is_file() {
+            files.push(f);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(Exit::usage(format!(
+            "{} holds no results.jsonl, and no folder that holds one",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(files)
+}
+
+fn read_side(paths: &[PathBuf]) -> Result<Vec<Vec<Record>>> {
+    let mut runs = Vec::new();
+    for p in paths {
+        for f in run_files(p)? {
+            runs.push(read_records(&f)?);
+        }
+    }
+    Ok(runs)
+}
+
+fn compare_options(o: &CompareOpts) -> report::compare::CompareOptions {
+    report::compare::CompareOptions {
+        alpha: o.alpha,
+        threshold: o.threshold / 100.0,
+        gross_ratio: o.gross_threshold,
+    }
+}
+
+/// Prints a comparison and decides the exit status.
+fn compare_sides(a: &[Vec<Record>], b: &[Vec<Record>], o: &CompareOpts) -> ExitCode {
+    let cmp = report::compare::compare_runs(a, b, &compare_options(o));
+    if o.markdown {
         println!("{}", cmp.render_markdown());
     } else {
         println!("{}", cmp.render_terminal());
     }
-    if args.fail_on_regression && cmp.has_regression() {
-        eprintln!("regression: at least one significant slowdown beyond the threshold");
-        return Ok(ExitCode::FAILURE);
+    if o.fail_on_regression && cmp.has_regression() {
+        eprintln!(
+            "regression: at least one significant slowdown beyond the threshold, or a slowdown \
+             beyond the gross threshold that the test cannot decide"
+        );
+        return ExitCode::FAILURE;
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
+}
+
+pub fn compare(args: CompareArgs) -> Result<ExitCode> {
+    let (a_paths, b_paths) = if args.candidate.is_empty() {
+        match args.baseline.as_slice() {
+            [a, b] => (vec![a.clone()], vec![b.clone()]),
+            _ => {
+                return Err(Exit::usage(format!(
+                    "compare takes two paths (A B), or several per side separated by `--` \
+                     (A1 A2 -- B1 B2); got {} path(s) and no `--`",
+                    args.baseline.len()
+                ))
+                .into());
+            }
+        }
+    } else {
+        (args.baseline.clone(), args.candidate.clone())
+    };
+    let a = read_side(&a_paths)?;
+    let b = read_side(&b_paths)?;
+    Ok(compare_sides(&a, &b, &args.opts))
+}
+
+/// Which side runs at position `i` of an A/B interleaving: A B B A A B B A ..., so that a
+/// linear drift of the machine over time adds the same to both sides.
+pub fn ab_side(i: usize) -> usize {
+    [0, 1, 1, 0][i % 4]
+}
+
+pub fn ab(args: AbArgs) -> Result<ExitCode> {
+    if args.command.first().map(String::as_str) != Some("run") {
+        return Err(Exit::usage(
+            "ab runs `run ...` on each binary: put `-- run SCENARIO... [options]` last",
+        )
+        .into());
+    }
+    if args
+        .command
+        .iter()
+        .any(|a| a == "--out" || a.starts_with("--out="))
+    {
+        return Err(Exit::usage("ab chooses each run's --out itself; leave it out").into());
+    }
+    for bin in [&args.a, &args.b] {
+        if !bin.is_file() {
+            return Err(Exit::usage(format!("{} is not a file", bin.display())).into());
+        }
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = measure::env::rfc3339_utc(SystemTime::now()).replace(':', "-");
+        Path::new("results").join(format!("ab-{stamp}"))
+    });
+    let sides = [("a", &args.a), ("b", &args.b)];
+    let runs = args.runs as usize;
+    let quiet = args.command.iter().any(|a| a == "--quiet" || a == "-q");
+    let mut done = [0usize; 2];
+    // Every block of four positions (and the last two of 2N) gives each side the same count.
+    for i in 0..2 * runs {
+        let side = ab_side(i);
+        done[side] += 1;
+        let (name, bin) = sides[side];
+        let dir = out.join(name).join(format!("run-{:02}", done[side]));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the output folder {}", dir.display()))?;
+        eprintln!(
+            "ab: run {}/{}: {} ({}) -> {}",
+            i + 1,
+            2 * runs,
+            name.to_uppercase(),
+            bin.display(),
+            dir.display()
+        );
+        let status = std::process::Command::new(bin)
+            .args(&args.command)
+            .args((!quiet).then_some("--quiet"))
+            .arg("--out")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        // A run whose checks failed still measured: its results count.
+        match status.code() {
+            Some(0) => {}
+            Some(c) if c == i32::from(crate::EXIT_CHECK_FAILED) => eprintln!(
+                "ab: {} exited {c}: a check failed on its data (see {}/report.md); its \
+                 results are compared all the same",
+                bin.display(),
+                dir.display()
+            ),
+            _ => anyhow::bail!(
+                "{} {} failed ({status}); the runs so far are in {}",
+                bin.display(),
+                args.command.join(" "),
+                out.display()
+            ),
+        }
+    }
+    let a = read_side(&[out.join("a")])?;
+    let b = read_side(&[out.join("b")])?;
+    println!(
+        "A: {} ({} runs), B: {} ({} runs), interleaved; results in {}",
+        args.a.display(),
+        a.len(),
+        args.b.display(),
+        b.len(),
+        out.display()
+    );
+    Ok(compare_sides(&a, &b, &args.opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use measure::params;
+
+    fn verdicts(checks: Vec<Check>) -> Verdicts {
+        let records: Vec<Record> = checks
+            .into_iter()
+            .map(|c| Record::new("s", "native", params! {}, Body::Check(c)))
+            .collect();
+        Verdicts::of(&records)
+    }
+
+    #[test]
+    fn the_exit_status_follows_the_checks_of_the_run() {
+        let pass = verdicts(vec![Check::run("a", Verdict::Pass, "")]);
+        let warn = verdicts(vec![Check::run("a", Verdict::Warn, "")]);
+        let fail = verdicts(vec![Check::run("a", Verdict::Fail, "")]);
+        let published = verdicts(vec![Check::published("a", Verdict::Fail, "")]);
+        assert_eq!(outcome(false, false, &pass, true), Outcome::Success);
+        assert_eq!(outcome(false, false, &warn, false), Outcome::Success);
+        assert_eq!(outcome(false, false, &warn, true), Outcome::CheckFailed);
+        assert_eq!(outcome(false, false, &fail, false), Outcome::CheckFailed);
+        assert_eq!(outcome(false, false, &published, true), Outcome::Success);
+        // Precedence: Ctrl-C, then a scenario's error, then the checks.
+        assert_eq!(outcome(false, true, &fail, false), Outcome::ScenarioFailed);
+        assert_eq!(outcome(true, true, &fail, false), Outcome::Interrupted);
+    }
+
+    #[test]
+    fn ab_interleaving_is_balanced() {
+        for runs in 1..10 {
+            let a = (0..2 * runs).filter(|&i| ab_side(i) == 0).count();
+            assert_eq!(a, runs);
+        }
+    }
 }

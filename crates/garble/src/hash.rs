@@ -663,18 +663,19 @@ mod ni {
         }
     }
 
+    /// Two consecutive blocks as one 256-bit register. The array type carries the bounds:
+    /// callers split their slices with `as_chunks`, so no check remains at run time.
     #[inline(always)]
-    fn load2(b: &[Block]) -> __m256i {
-        debug_assert!(b.len() >= 2);
-        // SAFETY: the caller passes at least two consecutive blocks (32
-        // readable bytes); `loadu` has no alignment requirement.
+    fn load2(b: &[Block; 2]) -> __m256i {
+        // SAFETY: `b` is two consecutive blocks, 32 readable bytes; `loadu` has no
+        // alignment requirement.
         unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
     }
 
+    /// Stores one 256-bit register into two consecutive blocks.
     #[inline(always)]
-    fn store2(b: &mut [Block], v: __m256i) {
-        debug_assert!(b.len() >= 2);
-        // SAFETY: at least two consecutive blocks, 32 writable bytes.
+    fn store2(b: &mut [Block; 2], v: __m256i) {
+        // SAFETY: `b` is two consecutive blocks, 32 writable bytes.
         unsafe { _mm256_storeu_si256(b.as_mut_ptr().cast(), v) }
     }
 
@@ -686,14 +687,16 @@ mod ni {
         let hi_mask = _mm256_set_epi64x(-1, 0, -1, 0);
         let n16 = xs.len() / 16 * 16;
         let (head, tail) = xs.split_at_mut(n16);
-        for (c, t) in head.chunks_exact_mut(16).zip(tweaks.chunks_exact(16)) {
+        let (head, _) = head.as_chunks_mut::<2>();
+        let (tw, _) = tweaks.as_chunks::<2>();
+        for (c, t) in head.chunks_exact_mut(8).zip(tw.chunks_exact(8)) {
             let pre: [__m256i; 8] = core::array::from_fn(|i| {
-                let x = load2(&c[2 * i..]);
+                let x = load2(&c[i]);
                 let s = _mm256_xor_si256(
                     _mm256_shuffle_epi32::<0b01_00_11_10>(x),
                     _mm256_and_si256(x, hi_mask),
                 );
-                _mm256_xor_si256(s, load2(&t[2 * i..]))
+                _mm256_xor_si256(s, load2(&t[i]))
             });
             let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
             for key in &k[1..10] {
@@ -703,7 +706,7 @@ mod ni {
             }
             for (i, x) in v.iter().enumerate() {
                 let e = _mm256_aesenclast_epi128(*x, k[10]);
-                store2(&mut c[2 * i..], _mm256_xor_si256(e, pre[i]));
+                store2(&mut c[i], _mm256_xor_si256(e, pre[i]));
             }
         }
         tccr(rk, tail, &tweaks[n16..]);

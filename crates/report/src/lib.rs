@@ -9,6 +9,9 @@
 //! - [`terminal_summary`] / [`terminal_tables`]: the same tables drawn with box characters.
 //! - [`render_markdown`], [`render_html`], [`csv_files`]: the pieces, for callers that write
 //!   elsewhere.
+//! - [`cost_summary`]: what confidentiality costs, from the `cost` records (the report's first
+//!   section, and the end of a run's terminal output).
+//! - [`verdicts`]: the checks' verdicts, and whether a run fails on them.
 //! - [`compare`]: baseline against candidate, with significance and a noise threshold.
 //! - [`units`]: the number formatting used throughout.
 
@@ -18,13 +21,17 @@ use std::path::{Path, PathBuf};
 
 use measure::Record;
 
+use doc::Render as _;
+
 pub mod compare;
+mod cost;
 mod csv;
 mod doc;
 mod html;
 mod plots;
 mod table;
 pub mod units;
+pub mod verdicts;
 
 pub use csv::csv_files;
 pub use table::Charset;
@@ -90,26 +97,46 @@ pub enum Error {
 
 /// The report as GitHub markdown, plots referenced as `plots/<name>.svg`.
 pub fn render_markdown(records: &[Record], opts: &Options) -> String {
-    doc::to_markdown(&doc::build(records, opts, true))
+    doc::Markdown.render(&doc::build(records, opts, doc::Layout::Files))
 }
 
 /// The self-contained HTML report (plots inline as SVG, no external resources, all record
 /// text escaped).
 pub fn render_html(records: &[Record], opts: &Options) -> Result<String, Error> {
-    let d = doc::build(records, opts, true);
+    let d = doc::build(records, opts, doc::Layout::Files);
     let svgs = svgs(&d, Path::new("plots"))?;
-    Ok(doc::to_html(&d, &svgs))
+    Ok(doc::Html { svgs: &svgs }.render(&d))
 }
 
-/// The report's tables for a terminal, with unicode box drawing: what `ccbench` prints at
-/// the end of a run.
+/// The report's tables for a terminal, with unicode box drawing, ending with the cost
+/// summary: what `ccbench` prints at the end of a run.
 pub fn terminal_summary(records: &[Record]) -> String {
     terminal_tables(records, Charset::Unicode)
 }
 
-/// The report's tables for a terminal, drawn with the given characters.
+/// The report's tables for a terminal, drawn with the given characters, ending with the cost
+/// summary (see [`cost_summary`]).
 pub fn terminal_tables(records: &[Record], charset: Charset) -> String {
-    doc::to_terminal(&doc::build(records, &Options::default(), false), charset)
+    let mut out = doc::Terminal { charset }.render(&doc::build(
+        records,
+        &Options::default(),
+        doc::Layout::Terminal,
+    ));
+    let costs = cost_summary(records, charset);
+    if !costs.is_empty() {
+        out.push('\n');
+        out.push_str(&costs);
+    }
+    out
+}
+
+/// The cost summary for a terminal: one row per protected figure of each `cost` record
+/// (scenario, workload, unprotected median, protected median, the ratio protected /
+/// unprotected with its bootstrap 95% confidence interval, the scenario's check verdicts).
+/// Empty when the records hold no `cost` record. The same table opens `report.md` and
+/// `report.html`.
+pub fn cost_summary(records: &[Record], charset: Charset) -> String {
+    cost::terminal(records, charset)
 }
 
 fn svgs(d: &doc::Doc, plot_dir: &Path) -> Result<Vec<String>, Error> {
@@ -167,7 +194,7 @@ pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Resul
             source,
         })
     };
-    let d = doc::build(records, opts, true);
+    let d = doc::build(records, opts, doc::Layout::Files);
     let plot_dir = out_dir.join("plots");
     mkdir(out_dir)?;
     let mut written = Written {
@@ -217,8 +244,9 @@ pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Resul
         }
     }
 
-    let md = doc::to_markdown(&d);
+    let md = doc::Markdown.render(&d);
     write_atomic(&written.markdown, md.as_bytes())?;
-    write_atomic(&written.html, doc::to_html(&d, &svgs).as_bytes())?;
+    let html = doc::Html { svgs: &svgs }.render(&d);
+    write_atomic(&written.html, html.as_bytes())?;
     Ok(written)
 }

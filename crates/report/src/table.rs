@@ -31,6 +31,9 @@ pub struct Table {
     pub align: Vec<Align>,
     /// The cells.
     pub rows: Vec<Vec<String>>,
+    /// Per row, a link target for its first cell in HTML (`#section-id`); missing entries
+    /// link nothing. Other renderings show the text alone.
+    pub links: Vec<Option<String>>,
 }
 
 impl Table {
@@ -42,6 +45,7 @@ impl Table {
             header,
             align,
             rows: Vec::new(),
+            links: Vec::new(),
         }
     }
 
@@ -57,6 +61,13 @@ impl Table {
 
     /// Appends a row.
     pub fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    /// Appends a row whose first cell links to `href` in HTML.
+    pub fn push_linked(&mut self, row: Vec<String>, href: String) {
+        self.links.resize(self.rows.len(), None);
+        self.links.push(Some(href));
         self.rows.push(row);
     }
 
@@ -174,9 +185,10 @@ impl Table {
         out
     }
 
-    /// An HTML `<table>`, every cell escaped.
+    /// An HTML `<table>` inside a `<div class="scroll">` (so that a wide table scrolls within
+    /// its own box rather than widening the page), every cell escaped.
     pub fn to_html(&self) -> String {
-        let mut out = String::from("<table>\n<thead><tr>");
+        let mut out = String::from("<div class=\"scroll\"><table>\n<thead><tr>");
         for (c, h) in self.header.iter().enumerate() {
             out.push_str(&format!(
                 "<th{}>{}</th>",
@@ -188,15 +200,17 @@ impl Table {
         for r in 0..self.rows.len() {
             out.push_str("<tr>");
             for c in 0..self.header.len() {
-                out.push_str(&format!(
-                    "<td{}>{}</td>",
-                    class(self.align_of(c)),
-                    escape(self.cell(r, c))
-                ));
+                let text = escape(self.cell(r, c));
+                let link = self.links.get(r).and_then(Option::as_ref);
+                let content = match link {
+                    Some(href) if c == 0 => format!("<a href=\"{}\">{text}</a>", escape(href)),
+                    _ => text,
+                };
+                out.push_str(&format!("<td{}>{content}</td>", class(self.align_of(c))));
             }
             out.push_str("</tr>\n");
         }
-        out.push_str("</tbody>\n</table>\n");
+        out.push_str("</tbody>\n</table></div>\n");
         out
     }
 }

@@ -366,3 +366,116 @@ fn compare_round_trips_through_jsonl() {
     assert!(md.starts_with("## Comparison (B / A)"));
     assert!(md.contains("| SLOWER |"), "{md}");
 }
+
+fn cost(scenario: &str) -> Record {
+    use measure::record::{Cost, CostFigure};
+    let fig = |label: &str, center: f64| {
+        let samples: Vec<f64> = (0..10).map(|i| center + i as f64).collect();
+        CostFigure {
+            label: label.into(),
+            backend: label.into(),
+            median_ns: measure::stats::median(&samples).unwrap(),
+            samples_ns: samples,
+        }
+    };
+    Record::new(
+        scenario,
+        "all",
+        params! {},
+        Body::Cost(Cost {
+            name: "seal 1 KiB".into(),
+            unit: "record".into(),
+            baseline: fig("native", 1000.0),
+            protected: vec![fig("sandbox", 2500.0)],
+        }),
+    )
+}
+
+#[test]
+fn the_cost_summary_comes_first_everywhere() {
+    let mut records = fixture::all_kinds();
+    records.push(cost("crypto"));
+    records.push(fixture::check(Verdict::Fail, "native slower than sandbox"));
+    let md = report::render_markdown(&records, &no_sample_plots());
+    let summary = md.find("## What confidentiality costs").expect("a summary");
+    let first_h2 = md.find("\n## ").unwrap();
+    assert_eq!(summary, first_h2 + 1, "{md}");
+    assert!(md.contains("| crypto   | seal 1 KiB | record"), "{md}");
+    assert!(md.contains("2.50×"), "{md}");
+    let html = report::render_html(&records, &no_sample_plots()).unwrap();
+    let first = html.find("<h2").unwrap();
+    assert!(html[first..].starts_with("<h2 id=\"sec-what-confidentiality-costs\">"));
+    assert!(html.contains("<td><a href=\"#sec-crypto\">crypto</a></td>"));
+    assert!(html.contains("<h2 id=\"sec-crypto\">crypto</h2>"));
+    // The terminal shows it last, where a scrolling terminal is read.
+    let term = report::terminal_summary(&records);
+    let at = term
+        .find("What confidentiality costs")
+        .expect("in the terminal");
+    assert!(at > term.find("Environment").unwrap());
+    assert!(term.contains("1 pass, 0 warn, 1 fail"), "{term}");
+    // Without cost records there is no summary section.
+    let md = report::render_markdown(&fixture::all_kinds(), &no_sample_plots());
+    assert!(!md.contains("What confidentiality costs"));
+}
+
+#[test]
+fn checks_of_published_figures_are_findings_not_failures() {
+    use measure::record::Check;
+    let published = Record::new(
+        "tx-pipeline",
+        "all",
+        params! {},
+        Body::Check(Check::published(
+            "published throughput consistent",
+            Verdict::Fail,
+            "4587 tx/s exceeds what the stages allow",
+        )),
+    );
+    let md = report::render_markdown(std::slice::from_ref(&published), &no_sample_plots());
+    assert!(!md.contains("ERROR"), "{md}");
+    assert!(
+        md.contains(
+            "> **Finding about the published figures (not a failure of this run):** FAIL \
+             tx-pipeline/all: published throughput consistent: 4587 tx/s"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("#### Findings about the published figures"));
+    assert!(!md.contains("#### Checks"));
+    let html = report::render_html(std::slice::from_ref(&published), &no_sample_plots()).unwrap();
+    assert!(html.contains("<div class=\"finding\">"));
+    assert!(!html.contains("class=\"error\""));
+    let term = report::terminal_summary(&[published]);
+    assert!(
+        term.contains("Finding about the published figures"),
+        "{term}"
+    );
+    assert!(!term.contains("ERROR"));
+}
+
+#[test]
+fn wide_tables_scroll_inside_their_own_box() {
+    let html = report::render_html(&fixture::all_kinds(), &no_sample_plots()).unwrap();
+    let tables = html.matches("<table>").count();
+    assert!(tables > 3);
+    assert_eq!(
+        html.matches("<div class=\"scroll\"><table>").count(),
+        tables
+    );
+    assert!(html.contains(".scroll{max-width:100%;overflow-x:auto"));
+}
+
+#[test]
+fn failures_come_before_warnings_whatever_the_record_order() {
+    let records = vec![
+        fixture::check(Verdict::Warn, "a bit slow"),
+        fixture::check(Verdict::Fail, "contradiction"),
+    ];
+    let md = report::render_markdown(&records, &no_sample_plots());
+    let (e, w) = (
+        md.find("**ERROR:**").unwrap(),
+        md.find("**Warning:**").unwrap(),
+    );
+    assert!(e < w, "{md}");
+}
