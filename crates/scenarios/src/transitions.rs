@@ -20,7 +20,7 @@ const NAME: &str = "transitions";
 pub const SERVICE: &str = "ccbench.transitions";
 
 /// Ecall ids of the service.
-mod id {
+pub(crate) mod id {
     /// Returns nothing.
     pub const EMPTY: u32 = 0;
     /// Copies the input in and ignores it.

@@ -32,6 +32,7 @@
 //! `--transition-cycles sgxbox-ecall` runs the same under the modelled SGX transition cost.
 //! The paper's figures sit beside ours, labelled as published.
 
+pub mod affinity;
 pub mod analysis;
 pub mod keys;
 pub mod records;
@@ -588,6 +589,8 @@ impl Scenario for TlsMiddlebox {
                 }),
             )?;
         }
+
+        affinity::run(ctx, NAME, &plan)?;
 
         let failed: Vec<String> = outcomes
             .iter()
