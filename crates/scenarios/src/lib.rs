@@ -9,6 +9,7 @@ pub mod context;
 pub mod crypto;
 pub mod dptree;
 pub mod gc2pc;
+pub mod hex;
 pub mod sealing;
 pub mod tls_middlebox;
 pub mod transitions;

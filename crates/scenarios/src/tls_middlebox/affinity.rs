@@ -28,7 +28,8 @@ use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
 use super::Plan;
 use super::analysis::published;
 use crate::boundary::{self, Config};
-use crate::transitions::{self, id};
+use crate::codec::Encode;
+use crate::transitions::{self, Call as TCall, Reads};
 use crate::{At, Context, ScenarioError};
 
 /// Where the workers go.
@@ -159,7 +160,7 @@ fn measure_once(
         Kind::Ocall | Kind::Read => u64::from(OCALLS_PER_ECALL),
     };
     let ecalls = (calls / per_ecall).max(1);
-    let ocall_input = OCALLS_PER_ECALL.to_le_bytes();
+    let ocall_input = OCALLS_PER_ECALL.encode();
     let times = std::thread::scope(|s| {
         let hs: Vec<_> = (0..2)
             .map(|i| {
@@ -171,9 +172,9 @@ fn measure_once(
                     let t = Instant::now();
                     for _ in 0..ecalls {
                         let r = match kind {
-                            Kind::Ecall => e.ecall(id::EMPTY, &[]),
-                            Kind::Ocall => e.ecall(id::OCALLS, ocall_input),
-                            Kind::Read => e.ecall(id::READS, read_input),
+                            Kind::Ecall => e.ecall(TCall::Empty.into(), &[]),
+                            Kind::Ocall => e.ecall(TCall::Ocalls.into(), ocall_input),
+                            Kind::Read => e.ecall(TCall::Reads.into(), read_input),
                         };
                         r.map_err(|e| e.to_string())?;
                     }
@@ -210,8 +211,11 @@ pub fn run(ctx: &Context<'_>, scenario: &str, plan: &Plan) -> Result<(), Scenari
     let dir = tempfile::tempdir().at("a folder for the 1 KiB file")?;
     let path = dir.path().join("1k.bin");
     std::fs::write(&path, [0x42u8; transitions::READ_SIZE]).at("writing the 1 KiB file")?;
-    let mut read_input = OCALLS_PER_ECALL.to_le_bytes().to_vec();
-    read_input.extend_from_slice(path.to_string_lossy().as_bytes());
+    let read_input = Reads {
+        count: OCALLS_PER_ECALL,
+        path: path.to_string_lossy().into_owned(),
+    }
+    .encode();
 
     let config = Config::switchless(2);
     let mut ours: Vec<(Placement, [f64; 3])> = Vec::new();
@@ -223,7 +227,7 @@ pub fn run(ctx: &Context<'_>, scenario: &str, plan: &Plan) -> Result<(), Scenari
             .builder(
                 ctx,
                 transitions::SERVICE,
-                &[id::EMPTY],
+                &[TCall::Empty.into()],
                 &[builtin::NOOP, builtin::READ_FILE],
             )
             .backend(Backend::Sandbox)
