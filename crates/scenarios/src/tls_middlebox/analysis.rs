@@ -125,7 +125,7 @@ pub fn correctness(what: &str, passes: usize, problems: &[String]) -> Check {
             "correctness",
             Verdict::Pass,
             format!(
-                "{what}: {passes} pass(es), every byte arrived unchanged; every application \
+                "{what}: {passes} measured round(s), every byte arrived unchanged; every application \
                  record decrypted and every planted pattern found"
             ),
         )
@@ -220,7 +220,7 @@ pub fn throughput_table(rows: &[Row], flows: usize, load: Option<f64>) -> Table 
             "MB/s (median)",
             "MB/s 95% CI",
             "records/s",
-            "passes",
+            "rounds",
             "middlebox CPU µs/record",
         ]
         .map(String::from)

@@ -113,9 +113,10 @@ pub struct Plan {
     pub flows: usize,
     /// Plaintext bytes per record, one throughput point each.
     pub sizes: Vec<usize>,
-    /// Application bytes all flows send in one pass, per record size.
+    /// Application bytes all flows send in one round, per record size.
     pub bytes_per_pass: u64,
-    /// Measured passes per configuration and size.
+    /// Measured rounds per configuration and size (after one warm-up round), over the same
+    /// long-running flows.
     pub runs: usize,
     /// A pattern in every this-many records.
     pub plant_every: usize,
@@ -127,7 +128,8 @@ pub struct Plan {
     pub affinity_calls: u64,
 }
 
-/// The plan: quick 32 flows, 4 MiB per pass, 3 passes; full 32 flows, 32 MiB, 5 passes.
+/// The plan: 32 long-running flows; quick 2 MiB per round, 3 measured rounds; full 16 MiB,
+/// 5 rounds.
 /// `--threads N` sets the number of flows.
 pub fn plan(options: &RunOptions) -> Plan {
     let quick = options.preset == Preset::Quick;
@@ -139,7 +141,7 @@ pub fn plan(options: &RunOptions) -> Plan {
             .unwrap_or(32)
             .clamp(1, 256),
         sizes: vec![256, 1024, 4096, 16384],
-        bytes_per_pass: if quick { 4 << 20 } else { 32 << 20 },
+        bytes_per_pass: if quick { 2 << 20 } else { 16 << 20 },
         runs: if quick { 3 } else { 5 },
         plant_every: 4,
         workers: 1,
@@ -156,6 +158,7 @@ impl Plan {
             flows: self.flows,
             record_size: size,
             records_per_flow: records,
+            rounds: self.runs + 1,
             plant_every: self.plant_every,
             timeout: self.timeout,
         }
@@ -188,6 +191,10 @@ fn process_cpu_ns(pid: Option<u32>) -> u64 {
 /// One configuration at one record size.
 struct Outcome {
     setup: Setup,
+    /// The boundary configuration used (none: direct).
+    config: Option<Config>,
+    /// The ecalls made switchless.
+    switchless: Vec<u32>,
     size: usize,
     row: Row,
     trace: Option<TraceSnapshot>,
@@ -208,21 +215,36 @@ impl TlsMiddlebox {
         }
     }
 
-    fn params(setup: Setup, size: usize, plan: &Plan) -> Params {
-        let mut p = Self::config(setup, plan)
-            .map(|c| c.params())
-            .unwrap_or_default();
-        p.insert("config".into(), Value::from(setup.key()));
-        p.insert("record_size_bytes".into(), Value::from(size));
+    fn params(o: &Outcome, plan: &Plan) -> Params {
+        let mut p = o.config.as_ref().map(|c| c.params()).unwrap_or_default();
+        p.insert("config".into(), Value::from(o.setup.key()));
+        p.insert("record_size_bytes".into(), Value::from(o.size));
         p.insert("flows".into(), Value::from(plan.flows));
+        if matches!(o.setup, Setup::AllSwitchless | Setup::Advisor) {
+            let names: Vec<String> = o
+                .switchless
+                .iter()
+                .map(|&id| call_name(Direction::Ecall, id))
+                .collect();
+            p.insert(
+                "switchless_ecalls".into(),
+                Value::from(if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(",")
+                }),
+            );
+        }
         p
     }
 
-    fn backend(setup: Setup, plan: &Plan) -> &'static str {
-        Self::config(setup, plan).map_or("direct", |c| c.label())
+    fn backend(o: &Outcome) -> &'static str {
+        o.config.as_ref().map_or("direct", |c| c.label())
     }
 
-    /// Runs `plan.runs` passes (after one shorter warm-up) of one setup and size.
+    /// One pass of one setup and size: `plan.runs` measured rounds after a warm-up round,
+    /// over the same flows. The advisor's setup with nothing to make switchless runs with
+    /// regular ecalls and no workers.
     fn measure(
         &self,
         ctx: &Context<'_>,
@@ -233,41 +255,40 @@ impl TlsMiddlebox {
         switchless: &[u32],
     ) -> Result<Outcome, ScenarioError> {
         let pass = plan.pass(size);
-        let warm = PassConfig {
-            records_per_flow: (pass.records_per_flow / 4).max(1),
-            ..pass.clone()
-        };
-        let what = format!("{}, {size}-byte records", setup.title());
         let mut row = Row {
             config: setup.title().to_owned(),
             record_size: size,
             ns_per_record: Vec::new(),
             cpu_ns_per_record: None,
         };
-        let mut problems = Vec::new();
-        let mut measured: Vec<PassResult> = Vec::new();
-        let mut cpu_ns = 0u64;
-        let Some(config) = Self::config(setup, plan) else {
-            for i in 0..=plan.runs {
-                ctx.check_cancel()?;
-                let r = workload::run_pass(if i == 0 { &warm } else { &pass }, pki, None, None)?;
-                problems.extend(analysis::problems(&r, plan.flows, false));
-                if i > 0 {
-                    measured.push(r);
-                }
-            }
-            row.ns_per_record = measured
+        let records = pass.records_per_flow * plan.flows as u64;
+        // Round 0 warms up; the others are measured.
+        let per_record = |r: &PassResult| -> Vec<f64> {
+            r.wall_ns
                 .iter()
-                .map(|r| r.wall_ns as f64 / (pass.records_per_flow * plan.flows as u64) as f64)
-                .collect();
+                .skip(1)
+                .map(|&w| w as f64 / records as f64)
+                .collect()
+        };
+        ctx.check_cancel()?;
+        let Some(config) = Self::config(setup, plan) else {
+            let r = workload::run_pass(&pass, pki, None, None)?;
+            row.ns_per_record = per_record(&r);
             return Ok(Outcome {
                 setup,
+                config: None,
+                switchless: Vec::new(),
                 size,
                 row,
                 trace: None,
                 breakdown: None,
-                problems,
+                problems: analysis::problems(&r, plan.flows, false),
             });
+        };
+        let config = if switchless.is_empty() {
+            Config::regular(config.backend)
+        } else {
+            config
         };
         let registry = register(Registry::new());
         let builder = config
@@ -280,29 +301,21 @@ impl TlsMiddlebox {
             max_pending_shares: u32::try_from(plan.flows * 2).unwrap_or(u32::MAX),
         };
         let mb = Middlebox::start(client, &limits, &PATTERNS).at("starting the middlebox")?;
-        for i in 0..=plan.runs {
-            ctx.check_cancel()?;
-            let cpu0 = process_cpu_ns(enclave.pid());
-            let r = workload::run_pass(if i == 0 { &warm } else { &pass }, pki, Some(&mb), None)?;
-            let enclave_cpu = process_cpu_ns(enclave.pid()).saturating_sub(cpu0);
-            problems.extend(analysis::problems(&r, plan.flows, true));
-            if i > 0 {
-                cpu_ns += enclave_cpu
-                    + r.flows
-                        .iter()
-                        .flat_map(|f| f.dirs.iter())
-                        .map(|d| d.cpu_ns)
-                        .sum::<u64>();
-                measured.push(r);
-            }
-        }
-        let records = pass.records_per_flow * plan.flows as u64;
-        row.ns_per_record = measured
+        let cpu0 = process_cpu_ns(enclave.pid());
+        let r = workload::run_pass(&pass, pki, Some(&mb), None)?;
+        let enclave_cpu = process_cpu_ns(enclave.pid()).saturating_sub(cpu0);
+        let problems = analysis::problems(&r, plan.flows, true);
+        row.ns_per_record = per_record(&r);
+        // CPU over the whole pass (handshakes and the warm-up round included), per record.
+        let relay_cpu: u64 = r
+            .flows
             .iter()
-            .map(|r| r.wall_ns as f64 / records as f64)
-            .collect();
-        row.cpu_ns_per_record =
-            Some(cpu_ns as f64 / (records * measured.len() as u64).max(1) as f64);
+            .flat_map(|f| f.dirs.iter())
+            .map(|d| d.cpu_ns)
+            .sum();
+        let all_records = records * pass.rounds as u64;
+        row.cpu_ns_per_record = Some((relay_cpu + enclave_cpu) as f64 / all_records.max(1) as f64);
+        let measured = [r];
         let trace = enclave.trace();
         let (mut inspected, mut busy, mut ecall) = (0, 0, 0);
         for d in measured
@@ -317,12 +330,11 @@ impl TlsMiddlebox {
         let inside = trace
             .get(Direction::Ecall, Call::ReproduceSslContext.into())
             .map_or(0.0, |t| t.mean_inside_ns());
-        if problems.is_empty() {
-            ctx.progress().advance(1);
-        }
-        let _ = &what;
+        ctx.progress().advance(1);
         Ok(Outcome {
             setup,
+            config: Some(config),
+            switchless: switchless.to_vec(),
             size,
             row,
             trace: Some(trace),
@@ -337,8 +349,8 @@ impl TlsMiddlebox {
         plan: &Plan,
         o: &Outcome,
     ) -> Result<(), ScenarioError> {
-        let backend = Self::backend(o.setup, plan);
-        let params = Self::params(o.setup, o.size, plan);
+        let backend = Self::backend(o);
+        let params = Self::params(o, plan);
         let samples = Samples {
             iters_per_sample: plan.pass(o.size).records_per_flow * plan.flows as u64,
             per_iter_ns: o.row.ns_per_record.clone(),
@@ -363,19 +375,18 @@ impl TlsMiddlebox {
                 &o.problems,
             )),
         )?;
-        if let (Some(t), Some(config)) = (&o.trace, Self::config(o.setup, plan))
+        if let (Some(t), Some(config)) = (&o.trace, &o.config)
             && config.workers > 0
         {
             ctx.emit(
                 NAME,
                 backend,
                 params.clone(),
-                Body::Check(hit_check(t, &config)),
+                Body::Check(hit_check(t, config)),
             )?;
         }
         if o.size == PROFILE_SIZE
-            && let (Some(b), Some(t), Some(config)) =
-                (&o.breakdown, &o.trace, Self::config(o.setup, plan))
+            && let (Some(b), Some(t), Some(config)) = (&o.breakdown, &o.trace, &o.config)
         {
             ctx.emit(
                 NAME,
@@ -383,7 +394,7 @@ impl TlsMiddlebox {
                 params.clone(),
                 Body::Stages(b.stages(&format!("record ({})", o.setup.title()))),
             )?;
-            boundary::emit_trace(ctx, NAME, &config, t, &call_name)?;
+            boundary::emit_trace(ctx, NAME, config, t, &call_name)?;
         }
         Ok(())
     }
@@ -498,16 +509,18 @@ impl Scenario for TlsMiddlebox {
                     let config = Config::regular(Backend::Sandbox);
                     let advice = boundary::emit_advice(ctx, NAME, &config, t, None, &call_name)?;
                     switchless_advised = advised(&advice);
-                    let mut params = Self::params(setup, size, &plan);
+                    let mut params = Self::params(&o, &plan);
+                    let names: Vec<String> = switchless_advised
+                        .iter()
+                        .map(|&id| call_name(Direction::Ecall, id))
+                        .collect();
                     params.insert(
                         "advised_switchless".into(),
-                        Value::from(
-                            switchless_advised
-                                .iter()
-                                .map(|&id| call_name(Direction::Ecall, id))
-                                .collect::<Vec<_>>()
-                                .join(","),
-                        ),
+                        Value::from(if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(",")
+                        }),
                     );
                     ctx.emit(
                         NAME,
@@ -567,7 +580,7 @@ impl Scenario for TlsMiddlebox {
             outcomes
                 .iter()
                 .find(|o| o.setup == s && o.size == PROFILE_SIZE)
-                .and_then(|o| figure(s.title(), Self::backend(s, &plan), &o.row.ns_per_record))
+                .and_then(|o| figure(s.title(), Self::backend(o), &o.row.ns_per_record))
         };
         if let Some(baseline) = fig(Setup::Native) {
             let protected = [Setup::Sandbox, Setup::Advisor, Setup::AllSwitchless]

@@ -647,8 +647,12 @@ pub struct PassConfig {
     pub flows: usize,
     /// Plaintext bytes per record.
     pub record_size: usize,
-    /// Records each flow sends after the barrier.
+    /// Records each flow sends per round.
     pub records_per_flow: u64,
+    /// Rounds: every flow waits at a barrier, then sends `records_per_flow` records; a round
+    /// starts when every server has all of the one before. The connections stay up across
+    /// rounds (long-running flows, one handshake each).
+    pub rounds: usize,
     /// A pattern in every this-many records of the pool (0: none).
     pub plant_every: usize,
     /// Socket timeouts: no endpoint waits longer than this for a byte.
@@ -666,8 +670,8 @@ pub struct ServerReport {
     pub expected: u64,
     /// The first offset where a byte differed from what the client sent.
     pub mismatch_at: Option<u64>,
-    /// When the last expected byte arrived, since the pass's start.
-    pub done_ns: Option<u64>,
+    /// Per round: when its last byte arrived, since the round's start.
+    pub done_ns: Vec<Option<u64>>,
     /// An error that ended the connection early.
     pub error: Option<String>,
 }
@@ -675,8 +679,9 @@ pub struct ServerReport {
 /// One pass over all flows.
 #[derive(Debug, Clone, Default)]
 pub struct PassResult {
-    /// From the barrier until the last server had every byte, ns.
-    pub wall_ns: u64,
+    /// Per round: from its barrier until the last server had all of it, ns; 0 when some
+    /// server never did.
+    pub wall_ns: Vec<u64>,
     /// Each server's view.
     pub servers: Vec<ServerReport>,
     /// Each flow's middlebox view (empty without a middlebox).
@@ -711,22 +716,29 @@ fn accept_n(listener: &TcpListener, n: usize, deadline: Instant, mut on: impl Fn
                 on(s);
                 got += 1;
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(1))
-            }
             Err(_) => std::thread::sleep(Duration::from_millis(1)),
         }
     }
 }
 
-/// The server of one connection: handshake, read everything, check it, close.
+/// When each round began, and how many servers have finished each.
+struct Rounds {
+    start: Mutex<Vec<Instant>>,
+    done: Vec<AtomicU64>,
+}
+
+/// The server of one connection: handshake, read everything, check it as it arrives,
+/// note when each round's last byte came, close.
 fn serve(
     conn: TcpStream,
     config: Arc<ServerConfig>,
     cfg: &PassConfig,
-    start: &Mutex<Option<Instant>>,
+    rounds: &Rounds,
 ) -> ServerReport {
-    let mut rep = ServerReport::default();
+    let mut rep = ServerReport {
+        done_ns: vec![None; cfg.rounds],
+        ..ServerReport::default()
+    };
     let _ = conn.set_read_timeout(Some(cfg.timeout));
     let _ = conn.set_write_timeout(Some(cfg.timeout));
     let tls = match ServerConnection::new(config) {
@@ -749,9 +761,11 @@ fn serve(
     let index = u64::from_be_bytes(hello[4..].try_into().unwrap_or_default());
     rep.index = Some(index);
     let payloads = Payloads::new(index, cfg.record_size, cfg.plant_every);
-    rep.expected = cfg.records_per_flow * cfg.record_size as u64;
+    let per_round = (cfg.records_per_flow * cfg.record_size as u64).max(1);
+    rep.expected = per_round * cfg.rounds as u64;
     let mut buf = vec![0u8; 64 << 10];
     let mut want = vec![0u8; 64 << 10];
+    let mut rounds_seen = 0usize;
     loop {
         match s.read(&mut buf) {
             Ok(0) => break,
@@ -763,9 +777,19 @@ fn serve(
                     }
                 }
                 rep.bytes += n as u64;
-                if rep.bytes >= rep.expected && rep.done_ns.is_none() {
-                    let t0 = *start.lock().unwrap_or_else(PoisonError::into_inner);
-                    rep.done_ns = t0.map(|t| t.elapsed().as_nanos() as u64);
+                let full = usize::try_from(rep.bytes / per_round)
+                    .unwrap_or(usize::MAX)
+                    .min(cfg.rounds);
+                while rounds_seen < full {
+                    let t0 = rounds
+                        .start
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get(rounds_seen)
+                        .copied();
+                    rep.done_ns[rounds_seen] = t0.map(|t| t.elapsed().as_nanos() as u64);
+                    rounds.done[rounds_seen].fetch_add(1, Ordering::Release);
+                    rounds_seen += 1;
                 }
             }
             Err(e) => {
@@ -803,31 +827,17 @@ pub fn connect(
     Ok(s)
 }
 
-/// One client: handshake, the flow's first record, the barrier, `records_per_flow`
-/// records, close.
-fn client(
-    index: u64,
-    addr: SocketAddr,
-    config: Arc<ClientConfig>,
-    cfg: &PassConfig,
-    barrier: &Barrier,
+/// Sends `n` records of the pool, continuing at record `sent`.
+fn send_round(
+    s: &mut rustls::StreamOwned<ClientConnection, TcpStream>,
+    payloads: &Payloads,
+    sent: &mut u64,
+    n: u64,
 ) -> Result<(), String> {
-    let conn = connect(addr, config, cfg.timeout);
-    // Every client reaches the barrier, connected or not, so that no one waits forever.
-    let mut s = match conn {
-        Ok(s) => s,
-        Err(e) => {
-            barrier.wait();
-            return Err(e);
-        }
-    };
-    let hello = s.write_all(&flow_hello(index)).and_then(|()| s.flush());
-    barrier.wait();
-    hello.map_err(io_err("first record"))?;
-    let payloads = Payloads::new(index, cfg.record_size, cfg.plant_every);
     let mut pending = 0usize;
-    for i in 0..cfg.records_per_flow {
-        let rec = &payloads.pool[(i % POOL as u64) as usize];
+    for _ in 0..n {
+        let rec = &payloads.pool[(*sent % POOL as u64) as usize];
+        *sent += 1;
         s.conn.writer().write_all(rec).map_err(io_err("write"))?;
         pending += rec.len();
         if pending >= 16 << 10 {
@@ -837,6 +847,49 @@ fn client(
             pending = 0;
         }
     }
+    while s.conn.wants_write() {
+        s.conn.write_tls(&mut s.sock).map_err(io_err("send"))?;
+    }
+    Ok(())
+}
+
+/// One client: handshake, the flow's first record, then per round the barrier and
+/// `records_per_flow` records; close. It reaches every barrier whatever fails, so that no
+/// one waits forever.
+fn client(
+    index: u64,
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+    cfg: &PassConfig,
+    barrier: &Barrier,
+) -> Result<(), String> {
+    let mut failed = None;
+    let mut conn = match connect(addr, config, cfg.timeout).and_then(|mut s| {
+        s.write_all(&flow_hello(index))
+            .and_then(|()| s.flush())
+            .map_err(io_err("first record"))?;
+        Ok(s)
+    }) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            failed = Some(e);
+            None
+        }
+    };
+    let payloads = Payloads::new(index, cfg.record_size, cfg.plant_every);
+    let mut sent = 0u64;
+    for _ in 0..cfg.rounds {
+        barrier.wait();
+        let Some(s) = conn.as_mut() else { continue };
+        if let Err(e) = send_round(s, &payloads, &mut sent, cfg.records_per_flow) {
+            failed = Some(e);
+            conn = None;
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let Some(mut s) = conn else { return Ok(()) };
     s.conn.send_close_notify();
     while s.conn.wants_write() {
         s.conn.write_tls(&mut s.sock).map_err(io_err("send"))?;
@@ -853,14 +906,19 @@ fn client(
     Ok(())
 }
 
-/// Runs one pass: `cfg.flows` flows, through `middlebox` if given (else client to server
-/// directly). `share` replaces the normal key-share function (bad-input tests).
+/// Runs one pass: `cfg.flows` flows of `cfg.rounds` rounds, through `middlebox` if given
+/// (else client to server directly). `share` replaces the normal key-share function
+/// (bad-input tests).
 pub fn run_pass(
     cfg: &PassConfig,
     pki: &Pki,
     middlebox: Option<&Middlebox<'_>>,
     share: Option<Arc<ShareFn>>,
 ) -> Result<PassResult, ScenarioError> {
+    let cfg = &PassConfig {
+        rounds: cfg.rounds.max(1),
+        ..cfg.clone()
+    };
     let server_cfg = server_config(pki)?;
     let server = TcpListener::bind("127.0.0.1:0").at("binding the server")?;
     let server_addr = server.local_addr().at("server address")?;
@@ -892,7 +950,10 @@ pub fn run_pass(
     drop(channel);
     let deadline = Instant::now() + cfg.timeout + Duration::from_secs(5);
     let barrier = Barrier::new(cfg.flows + 1);
-    let start: Mutex<Option<Instant>> = Mutex::new(None);
+    let rounds = Rounds {
+        start: Mutex::new(Vec::new()),
+        done: (0..cfg.rounds).map(|_| AtomicU64::new(0)).collect(),
+    };
     let servers = Mutex::new(Vec::new());
     let flows = Mutex::new(Vec::new());
     let client_errors = Mutex::new(Vec::new());
@@ -907,8 +968,8 @@ pub fn run_pass(
         }
         s.spawn(|| {
             accept_n(&server, cfg.flows, deadline, |conn| {
-                let (config, servers, start) = (server_cfg.clone(), &servers, &start);
-                s.spawn(move || push(servers, serve(conn, config, cfg, start)));
+                let (config, servers, rounds) = (server_cfg.clone(), &servers, &rounds);
+                s.spawn(move || push(servers, serve(conn, config, cfg, rounds)));
             })
         });
         if let (Some(m), Some(l)) = (middlebox, &mb_listener) {
@@ -952,16 +1013,43 @@ pub fn run_pass(
                 }
             });
         }
-        *start.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-        barrier.wait();
+        for k in 0..cfg.rounds {
+            if k > 0 {
+                // A round is over when every server has all of it, or when the timeout
+                // says one never will.
+                let until = Instant::now() + cfg.timeout;
+                while rounds.done[k - 1].load(Ordering::Acquire) < cfg.flows as u64
+                    && Instant::now() < until
+                {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            rounds
+                .start
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Instant::now());
+            barrier.wait();
+        }
     });
 
     let servers = servers.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let wall_ns = servers.iter().filter_map(|s| s.done_ns).max().unwrap_or(0);
-    let planted = (0..cfg.flows as u64)
-        .map(|i| {
-            Payloads::new(i, cfg.record_size, cfg.plant_every).planted_in(cfg.records_per_flow)
+    let wall_ns = (0..cfg.rounds)
+        .map(|k| {
+            let done: Vec<u64> = servers
+                .iter()
+                .filter_map(|s| s.done_ns.get(k).copied().flatten())
+                .collect();
+            if done.len() == cfg.flows {
+                done.into_iter().max().unwrap_or(0)
+            } else {
+                0
+            }
         })
+        .collect();
+    let per_flow = cfg.records_per_flow * cfg.rounds as u64;
+    let planted = (0..cfg.flows as u64)
+        .map(|i| Payloads::new(i, cfg.record_size, cfg.plant_every).planted_in(per_flow))
         .sum();
     Ok(PassResult {
         wall_ns,
@@ -971,7 +1059,7 @@ pub fn run_pass(
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner),
         planted,
-        records_sent: cfg.flows as u64 * (cfg.records_per_flow + 1),
+        records_sent: cfg.flows as u64 * (per_flow + 1),
         shares: shares.into_inner().unwrap_or_else(PoisonError::into_inner),
     })
 }
