@@ -482,7 +482,14 @@ impl Scenario for TlsMiddlebox {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
-        let plan = plan(ctx.options);
+        self.run_plan(ctx, &plan(ctx.options))
+    }
+}
+
+impl TlsMiddlebox {
+    /// Runs every experiment of `plan` (the presets' or a test's).
+    pub fn run_plan(&self, ctx: &Context<'_>, plan: &Plan) -> Result<(), ScenarioError> {
+        let plan = plan.clone();
         let load = rustix::system::sysinfo().loads[0] as f64 / 65536.0;
         ctx.progress()
             .begin(NAME, (Setup::ALL.len() * plan.sizes.len()) as u64);
