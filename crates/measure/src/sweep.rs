@@ -323,7 +323,40 @@ pub fn duration_pass(
         } else {
             0.0
         },
+        pass_ops_per_s: Vec::new(),
     }
+}
+
+/// Repeated passes of one point as one record: operations and wall times summed, the
+/// throughput the median of the passes' (robust to one disturbed pass), and every pass's
+/// throughput kept as the point's samples. `None` for no passes or passes of different
+/// thread counts.
+pub fn merge_passes(passes: &[DurationPass]) -> Option<DurationPass> {
+    let first = passes.first()?;
+    if passes.iter().any(|p| p.threads != first.threads) {
+        return None;
+    }
+    if passes.len() == 1 {
+        return Some(first.clone());
+    }
+    let rates: Vec<f64> = passes.iter().map(|p| p.ops_per_s).collect();
+    let ops_per_s = median(&rates).ok()?;
+    let mut ops_per_thread = vec![0u64; first.ops_per_thread.len()];
+    for p in passes {
+        for (sum, n) in ops_per_thread.iter_mut().zip(&p.ops_per_thread) {
+            *sum += n;
+        }
+    }
+    Some(DurationPass {
+        target_ns: passes.iter().map(|p| p.target_ns).sum(),
+        wall_ns: passes.iter().map(|p| p.wall_ns).sum(),
+        ops_total: passes.iter().map(|p| p.ops_total).sum(),
+        ops_per_thread,
+        ops_per_s,
+        ops_per_s_per_thread: ops_per_s / first.threads.max(1) as f64,
+        pass_ops_per_s: rates,
+        ..first.clone()
+    })
 }
 
 /// Runs a fixed-duration pass: `threads` threads are released together, each calls
@@ -405,6 +438,35 @@ pub fn loop_until<E>(deadline: Instant, mut op: impl FnMut() -> Result<(), E>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_passes_merge_with_the_median_rate() {
+        let pass = |ops: u64, ms: u64| {
+            duration_pass(
+                "op",
+                Duration::from_millis(1000),
+                Duration::from_millis(ms),
+                vec![ops / 2, ops - ops / 2],
+                2,
+            )
+        };
+        // 1,000, 3,000 (a disturbed pass would be the outlier) and 1,200 ops/s.
+        let m = merge_passes(&[pass(1000, 1000), pass(3000, 1000), pass(1200, 1000)]).unwrap();
+        assert_eq!(m.ops_per_s, 1200.0);
+        assert_eq!(m.pass_ops_per_s, [1000.0, 3000.0, 1200.0]);
+        assert_eq!(
+            (m.ops_total, m.ops_per_thread.clone()),
+            (5200, vec![2600, 2600])
+        );
+        assert_eq!(m.ops_per_s_per_thread, 600.0);
+        assert_eq!((m.wall_ns, m.target_ns), (3e9, 3e9));
+        let one = merge_passes(&[pass(1000, 1000)]).unwrap();
+        assert!(one.pass_ops_per_s.is_empty());
+        assert!(merge_passes(&[]).is_none());
+        let mut three = pass(900, 1000);
+        three.threads = 3;
+        assert!(merge_passes(&[pass(1000, 1000), three]).is_none());
+    }
 
     #[test]
     fn speedup_and_efficiency_by_hand() {

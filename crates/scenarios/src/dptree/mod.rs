@@ -489,7 +489,14 @@ mod tests {
                 .unwrap()
         };
         let (theirs, ours) = cell("weak scaling counted once");
-        assert_eq!(theirs, 53.0);
+        // The original's published 1,680 kops/s over the 32 it multiplied by twice: derived
+        // by ccbench, and labelled so.
+        assert_eq!(theirs, 52.5);
+        assert!(
+            t.rows
+                .iter()
+                .any(|r| r[0].to_string().contains("derived by ccbench"))
+        );
         assert!((ours.unwrap() - 53.0).abs() < 1e-9, "{ours:?}");
         // Strong scaling at 16 threads was not swept: ours is the largest below, 2 threads.
         let (_, ours) = cell("strong scaling, 16");

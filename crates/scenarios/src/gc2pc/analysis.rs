@@ -41,7 +41,8 @@ pub fn stage_breakdown(name: &str, r: &SessionReport) -> measure::record::StageB
 pub(super) fn add_stages(stages: &mut Stages, r: &SessionReport) {
     for st in Stage::ALL {
         let s = r.stage(st);
-        stages.add(st.name(), s.time, s.bytes_received, s.bytes_sent);
+        // Bytes as the socket counted them (`wire_*`), not as the protocol handed them over.
+        stages.add(st.name(), s.time, s.wire_received, s.wire_sent);
     }
     stages.end_run();
 }

@@ -15,7 +15,9 @@ use hpke::aead::AesGcm128;
 use hpke::kdf::HkdfSha256;
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, OpModeS, Serializable};
-use parity_scale_codec::{Decode, DecodeAll, Encode};
+use parity_scale_codec::{Decode, Encode};
+
+use crate::codec::decode;
 
 use super::proto::{
     AccountId, CALL_WORKER, Era, Extrinsic, Payload, SetupRequest, WORKER_PALLET,
@@ -90,7 +92,7 @@ pub(super) fn call<T: Decode>(
     what: &'static str,
 ) -> Result<T, TxError> {
     let out = e.ecall(id, input)?;
-    let r = Result::<T, TxFault>::decode_all(&mut &out[..]).map_err(|err| TxError::Reply {
+    let r = decode::<Result<T, TxFault>>("reply", &out).map_err(|err| TxError::Reply {
         what,
         reason: err.to_string(),
     })?;
@@ -316,12 +318,11 @@ impl Client {
         let out = e.ecall(ecall::TX, &bytes);
         let t2 = Instant::now();
         let out = out?;
-        let ok = Result::<TxOk, TxFault>::decode_all(&mut &out[..]).map_err(|err| {
-            TxError::Reply {
+        let ok =
+            decode::<Result<TxOk, TxFault>>("reply", &out).map_err(|err| TxError::Reply {
                 what: "transaction",
                 reason: err.to_string(),
-            }
-        })??;
+            })??;
         self.verify(&p, &ok)?;
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         Ok(Done {
@@ -368,7 +369,7 @@ impl Client {
             let Some(bytes) = &ok.extrinsic else {
                 return fail("no extrinsic".into());
             };
-            let x = Extrinsic::decode_all(&mut &bytes[..])
+            let x = decode::<Extrinsic>("extrinsic", bytes)
                 .map_err(|e| TxError::Verify(format!("extrinsic: {e}")))?;
             if x.signer != self.keys.signer {
                 return fail("extrinsic signed by another key".into());
