@@ -135,20 +135,15 @@ impl Scenario for SealingScenario {
         }
         if let [(native, seal_n, unseal_n), (sandbox, seal_s, unseal_s)] = &headline[..] {
             let unit = format!("{} KiB", HEADLINE_SIZE >> 10);
-            ctx.emit_cost(
-                NAME,
-                "seal 4 KiB",
-                &unit,
-                (native, native, seal_n),
-                &[(sandbox, sandbox, seal_s)],
-            )?;
-            ctx.emit_cost(
-                NAME,
-                "unseal 4 KiB",
-                &unit,
-                (native, native, unseal_n),
-                &[(sandbox, sandbox, unseal_s)],
-            )?;
+            for (op, n, s) in [("seal", seal_n, seal_s), ("unseal", unseal_n, unseal_s)] {
+                ctx.emit_cost(
+                    NAME,
+                    &format!("{op} {unit}"),
+                    &unit,
+                    (native, native, n),
+                    &[(sandbox, sandbox, s)],
+                )?;
+            }
         }
         Ok(())
     }
