@@ -450,17 +450,6 @@ fn hit_check(trace: &TraceSnapshot, config: &Config) -> measure::record::Check {
     )
 }
 
-/// A cost figure from samples of ns per record.
-fn figure(label: &str, backend: &str, samples: &[f64]) -> Option<CostFigure> {
-    let s = measure::stats::Summary::from_samples(samples).ok()?;
-    Some(CostFigure {
-        label: label.to_owned(),
-        backend: backend.to_owned(),
-        samples_ns: samples.to_vec(),
-        median_ns: s.median_ns,
-    })
-}
-
 /// The ecalls the advisor would make switchless, from a trace.
 fn advised(advice: &[Advice]) -> Vec<u32> {
     advice
@@ -587,7 +576,9 @@ impl TlsMiddlebox {
             outcomes
                 .iter()
                 .find(|o| o.setup == s && o.size == PROFILE_SIZE)
-                .and_then(|o| figure(s.title(), Self::backend(o), &o.row.ns_per_record))
+                .and_then(|o| {
+                    CostFigure::new(s.title(), Self::backend(o), o.row.ns_per_record.clone())
+                })
         };
         if let Some(baseline) = fig(Setup::Native) {
             let protected = [Setup::Sandbox, Setup::Advisor, Setup::AllSwitchless]
