@@ -800,3 +800,21 @@ fn a_pass_with_a_wrong_key_share_is_caught_by_the_checks() {
         "{p:?}"
     );
 }
+
+#[test]
+fn a_pass_refuses_sizes_it_cannot_send() {
+    let cfg = PassConfig {
+        flows: 1,
+        record_size: 0,
+        records_per_flow: 1,
+        rounds: 1,
+        plant_every: 4,
+        timeout: Duration::from_secs(5),
+    };
+    assert!(workload::run_pass(&cfg, pki(), None, None).is_err());
+    let too_big = PassConfig {
+        record_size: (1 << 14) + 1,
+        ..cfg
+    };
+    assert!(workload::run_pass(&too_big, pki(), None, None).is_err());
+}

@@ -919,6 +919,12 @@ pub fn run_pass(
         rounds: cfg.rounds.max(1),
         ..cfg.clone()
     };
+    if cfg.record_size == 0 || cfg.record_size > 1 << 14 || cfg.flows == 0 {
+        return Err(ScenarioError::Option(format!(
+            "{} flows of {}-byte records: need at least one flow and 1 .. 16384 bytes per record",
+            cfg.flows, cfg.record_size
+        )));
+    }
     let server_cfg = server_config(pki)?;
     let server = TcpListener::bind("127.0.0.1:0").at("binding the server")?;
     let server_addr = server.local_addr().at("server address")?;
