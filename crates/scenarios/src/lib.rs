@@ -11,6 +11,7 @@ pub mod dptree;
 pub mod gc2pc;
 pub mod hex;
 pub mod sealing;
+pub mod tls_middlebox;
 pub mod transitions;
 pub mod txpipeline;
 pub mod x509;
@@ -99,6 +100,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &txpipeline::TxPipeline,
         &x509::X509,
         &dptree::DpTree,
+        &tls_middlebox::TlsMiddlebox,
     ]
 }
 
@@ -110,6 +112,7 @@ pub fn enclave_services() -> enclave::Registry {
     let r = txpipeline::register(r);
     let r = dptree::register(r);
     let r = sealing::register(r);
+    let r = tls_middlebox::register(r);
     x509::register(r)
 }
 

@@ -22,7 +22,7 @@ pub const SERVICE: &str = "ccbench.transitions";
 
 crate::calls! {
     /// The service's ecalls.
-    enum Call {
+    pub(crate) enum Call {
         /// Returns nothing.
         Empty = 0 => "empty",
         /// Copies the input in and ignores it.
@@ -40,11 +40,11 @@ crate::calls! {
 
 /// The input of [`Call::Reads`].
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
-struct Reads {
+pub(crate) struct Reads {
     /// How many read ocalls.
-    count: u32,
+    pub(crate) count: u32,
     /// The file each reads.
-    path: String,
+    pub(crate) path: String,
 }
 
 /// Ocalls made per measured ecall in the ocall measurements: the ecall that carries them

@@ -201,6 +201,78 @@ fn dp_tree_on_every_backend() {
     assert_eq!(tables("advice"), ["sandbox"]);
 }
 
+/// `tls-middlebox` end to end with a small plan: every configuration and record size
+/// measured and checked correct, and every table of the issue emitted.
+fn tls_middlebox_on_every_backend() {
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+
+    use scenarios::tls_middlebox::{Plan, TlsMiddlebox};
+
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(dir.path());
+    let plan = Plan {
+        flows: 3,
+        sizes: vec![1024, 4096],
+        bytes_per_pass: 96 << 10,
+        runs: 2,
+        plant_every: 4,
+        workers: 1,
+        timeout: Duration::from_secs(20),
+        affinity_calls: 400,
+    };
+    let sink = common::Collect(Mutex::new(Vec::new()));
+    let cancel = AtomicBool::new(false);
+    let ctx = scenarios::Context::new(&opts, &sink, &scenarios::NoProgress, &cancel);
+    TlsMiddlebox.run_plan(&ctx, &plan).unwrap();
+    let records = sink.0.into_inner().unwrap();
+    common::assert_valid(&records);
+    let checks = |name: &str| {
+        records
+            .iter()
+            .filter_map(|r| match &r.body {
+                Body::Check(c) if c.name == name => Some(c),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let correctness = checks("correctness");
+    assert_eq!(correctness.len(), 5 * plan.sizes.len());
+    assert!(
+        correctness
+            .iter()
+            .all(|c| c.verdict == measure::record::Verdict::Pass),
+        "{correctness:?}"
+    );
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.kind() == "measurement" && r.name() == Some("record"))
+            .count(),
+        5 * plan.sizes.len()
+    );
+    let tables: Vec<&str> = records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::Table(t) => Some(t.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for t in [
+        "throughput",
+        "breakdown",
+        "all-switchless",
+        "ecall-profile",
+        "advice",
+        "trace",
+        "core-affinity",
+    ] {
+        assert!(tables.contains(&t), "{t} missing from {tables:?}");
+    }
+    assert!(records.iter().any(|r| r.kind() == "cost"));
+    assert!(records.iter().any(|r| r.kind() == "stages"));
+}
+
 fn aes_two_party_between_processes() {
     let c = garble::library::by_name("aes128").unwrap();
     // FIPS-197 appendix C.1: the garbler holds the key, the evaluator the plaintext.
@@ -229,8 +301,12 @@ fn aes_two_party_between_processes() {
 
 fn main() {
     scenarios::run_if_child();
-    let tests: [(&str, fn()); 5] = [
+    let tests: [(&str, fn()); 6] = [
         ("dp_tree_on_every_backend", dp_tree_on_every_backend),
+        (
+            "tls_middlebox_on_every_backend",
+            tls_middlebox_on_every_backend,
+        ),
         (
             "aes_two_party_between_processes",
             aes_two_party_between_processes,

@@ -1,0 +1,606 @@
+//! The checks, the tables and the published figures that go beside ours.
+//!
+//! Correctness (a failure fails the run): every byte each server received equals what its
+//! client sent; the middlebox decrypted every application-data record the client sent, and
+//! found exactly the patterns planted. Targets (warnings): at 1 KiB records the sandbox with
+//! regular ecalls keeps at least 70% of the native middlebox's throughput, at 16 KiB at
+//! least 90%; the advisor's choice is not slower than both regular and all-switchless beyond
+//! the noise (the medians' 95% confidence intervals).
+
+use measure::record::{Check, Stage, StageBreakdown, Table, Value, Verdict};
+use measure::stats::Summary;
+
+use super::service::Call;
+use super::workload::PassResult;
+
+/// SGXBox's published findings (Kim, Applied Sciences 11(18) 8379, 2021), for the record.
+pub mod published {
+    /// Making every ecall switchless lowered TLS decryption throughput by this share, on
+    /// average over record sizes.
+    pub const ALL_SWITCHLESS_LOSS: f64 = 0.33;
+    /// `ecall_reproduce_ssl_context` made switchless: ~10% shorter.
+    pub const SELECTIVE_GAIN: f64 = 0.10;
+    /// Waiting for a switchless worker, µs (per call, reproduce_ssl_context).
+    pub const WORKER_WAIT_US: f64 = 2.6;
+    /// The transitions it saved, µs (per call).
+    pub const TRANSITIONS_US: f64 = 5.3;
+    /// Table 1, µs: (call, grouping, pairing).
+    pub const TABLE_1: [(&str, f64, f64); 3] = [
+        ("empty ecall", 0.902, 1.05),
+        ("empty ocall", 0.602, 0.833),
+        ("ocall reading 1 KiB", 8.90, 4.91),
+    ];
+    /// Where the figures come from.
+    pub const SOURCE: &str = "SGXBox: Kim, \"An Optimization Methodology for Adapting \
+        Legacy SGX Applications to Use Switchless Calls\", Applied Sciences 11(18) 8379 \
+        (2021), on SGX hardware";
+}
+
+/// What went wrong in one pass, for the correctness check: empty when everything held.
+/// `through_middlebox`: whether the middlebox's counts are expected.
+pub fn problems(pass: &PassResult, flows: usize, through_middlebox: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    out.extend(pass.client_errors.iter().take(4).cloned());
+    if pass.servers.len() != flows {
+        out.push(format!(
+            "{} of {flows} servers reported",
+            pass.servers.len()
+        ));
+    }
+    for s in &pass.servers {
+        let who = s.index.map_or("a flow".to_owned(), |i| format!("flow {i}"));
+        if let Some(e) = &s.error {
+            out.push(format!("{who}: {e}"));
+        }
+        if s.bytes != s.expected {
+            out.push(format!(
+                "{who}: server got {} of {} bytes",
+                s.bytes, s.expected
+            ));
+        }
+        if let Some(at) = s.mismatch_at {
+            out.push(format!(
+                "{who}: the server's byte {at} differs from the client's"
+            ));
+        }
+    }
+    if through_middlebox {
+        if pass.flows.len() != flows {
+            out.push(format!(
+                "the middlebox relayed {} of {flows} flows",
+                pass.flows.len()
+            ));
+        }
+        let per_flow = pass.records_sent / flows.max(1) as u64;
+        let mut matches = 0;
+        for f in &pass.flows {
+            let c2s = &f.dirs[0];
+            matches += f.dirs.iter().map(|d| d.matches).sum::<u64>();
+            if c2s.app_records != per_flow {
+                out.push(format!(
+                    "flow {}: the middlebox decrypted {} of {per_flow} application records",
+                    f.flow, c2s.app_records
+                ));
+            }
+            for d in &f.dirs {
+                if d.auth_failures + d.uninspected > 0 || d.no_key_share {
+                    out.push(format!(
+                        "flow {}: {} authentication failures, {} records uninspected",
+                        f.flow, d.auth_failures, d.uninspected
+                    ));
+                }
+                if let Some(e) = d.malformed.as_ref().or(d.truncated.as_ref()) {
+                    out.push(format!("flow {}: {e}", f.flow));
+                }
+                out.extend(
+                    d.enclave_errors
+                        .iter()
+                        .take(2)
+                        .map(|e| format!("flow {}: {e}", f.flow)),
+                );
+            }
+            if let Some(counts) = &f.enclave
+                && counts[0].app_records != c2s.app_records
+            {
+                out.push(format!(
+                    "flow {}: the enclave counted {} application records, the host {}",
+                    f.flow, counts[0].app_records, c2s.app_records
+                ));
+            }
+        }
+        if matches != pass.planted {
+            out.push(format!(
+                "the middlebox found {matches} pattern occurrences, {} were planted",
+                pass.planted
+            ));
+        }
+    }
+    out
+}
+
+/// The correctness check of one configuration and record size over all its passes.
+pub fn correctness(what: &str, passes: usize, problems: &[String]) -> Check {
+    if problems.is_empty() {
+        Check::run(
+            "correctness",
+            Verdict::Pass,
+            format!(
+                "{what}: {passes} measured round(s), every byte arrived unchanged; every application \
+                 record decrypted and every planted pattern found"
+            ),
+        )
+    } else {
+        let mut m = format!("{what}: ");
+        m.push_str(
+            &problems
+                .iter()
+                .take(6)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+        if problems.len() > 6 {
+            m.push_str(&format!("; and {} more", problems.len() - 6));
+        }
+        Check::run("correctness", Verdict::Fail, m)
+    }
+}
+
+/// One row of the throughput table: a configuration at a record size.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The configuration's title.
+    pub config: String,
+    /// Plaintext bytes per record.
+    pub record_size: usize,
+    /// Wall time per record of each measured pass, ns.
+    pub ns_per_record: Vec<f64>,
+    /// Middlebox CPU (relay threads and enclave process) per record, ns; `None` direct.
+    pub cpu_ns_per_record: Option<f64>,
+}
+
+impl Row {
+    /// Median, CI low, CI high of ns per record.
+    pub fn summary(&self) -> Option<Summary> {
+        Summary::from_samples(&self.ns_per_record).ok()
+    }
+
+    /// Records/s at the median.
+    pub fn records_per_s(&self) -> f64 {
+        self.summary().map_or(0.0, |s| 1e9 / s.median_ns)
+    }
+}
+
+/// The throughput table: decrypted bytes/s and records/s at the servers, by configuration
+/// and record size, with the 95% interval and the middlebox's CPU.
+pub fn throughput_table(rows: &[Row], flows: usize, load: Option<f64>) -> Table {
+    let mut out = Vec::new();
+    for r in rows {
+        let Some(s) = r.summary() else { continue };
+        let rate = |ns: f64| if ns > 0.0 { 1e9 / ns } else { 0.0 };
+        let mbps = |ns: f64| rate(ns) * r.record_size as f64 / 1e6;
+        out.push(vec![
+            Value::from(r.config.as_str()),
+            Value::from(r.record_size),
+            Value::from((mbps(s.median_ns) * 10.0).round() / 10.0),
+            Value::from(format!(
+                "{:.1} - {:.1}",
+                mbps(s.median_ci_high_ns),
+                mbps(s.median_ci_low_ns)
+            )),
+            Value::from(rate(s.median_ns).round()),
+            Value::from(r.ns_per_record.len()),
+            match r.cpu_ns_per_record {
+                Some(c) => Value::from((c / 10.0).round() / 100.0),
+                None => Value::from("-"),
+            },
+        ]);
+    }
+    let mut notes = vec![format!(
+        "{flows} concurrent flows; throughput is application bytes (and records) that reached \
+         the servers over the wall time from the start barrier to the last byte; 95% interval \
+         of the median over passes."
+    )];
+    notes.push(
+        "Middlebox CPU: the relay threads' CPU time plus the enclave process's (sandbox: \
+         including its switchless workers), per record."
+            .into(),
+    );
+    if let Some(l) = load {
+        notes.push(format!(
+            "Load average (1 min) when the scenario started: {l:.2}."
+        ));
+    }
+    Table {
+        name: "throughput".into(),
+        title: "TLS 1.2 middlebox throughput by configuration and record size".into(),
+        columns: [
+            "configuration",
+            "record bytes",
+            "MB/s (median)",
+            "MB/s 95% CI",
+            "records/s",
+            "rounds",
+            "middlebox CPU µs/record",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: out,
+        source: None,
+        notes,
+    }
+}
+
+/// One configuration's per-record breakdown at one record size, from the relay's timers and
+/// the enclave's trace of `reproduce_ssl_context`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Breakdown {
+    /// Records inspected.
+    pub records: u64,
+    /// Host time per record outside the ecall: reassembly, parsing, forwarding, ns.
+    pub untrusted_ns: f64,
+    /// Time inside the enclave per record: decrypt and inspect, ns.
+    pub trusted_ns: f64,
+    /// The ecall's time per record minus the time inside: transition or switchless wait, ns.
+    pub transition_ns: f64,
+}
+
+impl Breakdown {
+    /// From the relay's busy and ecall time (summed over `records` inspected records) and
+    /// the trace's mean time inside per call.
+    pub fn new(records: u64, busy_ns: u64, ecall_ns: u64, mean_inside_ns: f64) -> Self {
+        if records == 0 {
+            return Breakdown::default();
+        }
+        let n = records as f64;
+        let ecall = ecall_ns as f64 / n;
+        let trusted = mean_inside_ns.min(ecall);
+        Breakdown {
+            records,
+            untrusted_ns: (busy_ns.saturating_sub(ecall_ns)) as f64 / n,
+            trusted_ns: trusted,
+            transition_ns: (ecall - trusted).max(0.0),
+        }
+    }
+
+    /// As a stage breakdown record.
+    pub fn stages(&self, name: &str) -> StageBreakdown {
+        let n = self.records as f64;
+        let parts = [
+            ("untrusted: I/O, reassembly, forwarding", self.untrusted_ns),
+            ("trusted: decrypt and inspect", self.trusted_ns),
+            ("transition or switchless wait", self.transition_ns),
+        ];
+        let total: f64 = parts.iter().map(|p| p.1).sum();
+        StageBreakdown {
+            name: name.to_owned(),
+            runs: self.records,
+            stages: parts
+                .iter()
+                .map(|(s, ns)| Stage {
+                    name: (*s).to_owned(),
+                    time_ns: ns * n,
+                    percent: if total > 0.0 { ns / total * 100.0 } else { 0.0 },
+                    bytes_in: 0,
+                    bytes_out: 0,
+                })
+                .collect(),
+            total_ns: total * n,
+            theoretical_min_ns: None,
+            overhead_ns: None,
+        }
+    }
+}
+
+/// The breakdown table: one row per configuration, ns per record.
+pub fn breakdown_table(rows: &[(String, Breakdown)], record_size: usize) -> Table {
+    let r = |x: f64| Value::from(x.round());
+    Table {
+        name: "breakdown".into(),
+        title: format!(
+            "Per-record breakdown at {record_size}-byte records (ns per record; SGXBox Fig. 5)"
+        ),
+        columns: [
+            "configuration",
+            "records",
+            "untrusted",
+            "trusted",
+            "transition / wait",
+            "total",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: rows
+            .iter()
+            .map(|(c, b)| {
+                vec![
+                    Value::from(c.as_str()),
+                    Value::from(b.records),
+                    r(b.untrusted_ns),
+                    r(b.trusted_ns),
+                    r(b.transition_ns),
+                    r(b.untrusted_ns + b.trusted_ns + b.transition_ns),
+                ]
+            })
+            .collect(),
+        source: None,
+        notes: vec![
+            "Untrusted: the relay thread's time handling the bytes it read, minus its time in \
+             reproduce_ssl_context. Trusted: the trace's mean time inside that ecall (on \
+             native, 1 call in 64 is timed). Transition / wait: the ecall's time as the relay \
+             saw it, minus the time inside: the crossing, or for a switchless call the wait \
+             for a worker and the slot's round trip."
+                .into(),
+        ],
+    }
+}
+
+/// The per-ecall profile: count, mean time, the share inside (SGXBox's switchless
+/// efficiency, time inside over total), and the advisor's verdict.
+pub fn profile_table(
+    trace: &enclave::TraceSnapshot,
+    advice: &[enclave::Advice],
+    title: &str,
+) -> Table {
+    let rows = Call::ALL
+        .iter()
+        .map(|&c| {
+            let id = u32::from(c);
+            let t = trace.get(enclave::Direction::Ecall, id);
+            let a = advice
+                .iter()
+                .find(|a| a.direction == enclave::Direction::Ecall && a.call_id == id);
+            let (count, total, inside, trans) = t.map_or((0, 0.0, 0.0, 0.0), |t| {
+                (
+                    t.count,
+                    t.mean_total_ns(),
+                    t.mean_inside_ns(),
+                    t.mean_transition_ns(),
+                )
+            });
+            let eff = if total > 0.0 {
+                inside / total * 100.0
+            } else {
+                0.0
+            };
+            vec![
+                Value::from(c.name()),
+                Value::from(count),
+                Value::from(total.round()),
+                Value::from(inside.round()),
+                Value::from(trans.round()),
+                Value::from((eff * 10.0).round() / 10.0),
+                Value::from(a.map_or("-", |a| a.recommendation.name())),
+            ]
+        })
+        .collect();
+    Table {
+        name: "ecall-profile".into(),
+        title: format!("Per-ecall profile and the advisor's verdicts, {title}"),
+        columns: [
+            "ecall",
+            "calls",
+            "mean total ns",
+            "mean inside ns",
+            "mean transition ns",
+            "efficiency % (inside / total)",
+            "advisor",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        source: None,
+        notes: vec![format!(
+            "SGXBox found only reproduce_ssl_context worth making switchless (per record: \
+             {:.1} µs of worker wait against {:.1} µs of transitions saved, ~{:.0}% shorter).",
+            published::WORKER_WAIT_US,
+            published::TRANSITIONS_US,
+            published::SELECTIVE_GAIN * 100.0
+        )],
+    }
+}
+
+/// The target checks: the sandbox's share of native throughput at 1 KiB (>= 70%) and
+/// 16 KiB (>= 90%); the advisor's choice against regular and all-switchless.
+pub fn target_checks(
+    rows: &[Row],
+    native: &str,
+    sandbox: &str,
+    all: &str,
+    advisor: &str,
+) -> Vec<Check> {
+    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
+    let mut out = Vec::new();
+    for (size, need) in [(1024usize, 0.70), (16384, 0.90)] {
+        if let (Some(n), Some(s)) = (find(native, size), find(sandbox, size)) {
+            let share = s.records_per_s() / n.records_per_s();
+            out.push(Check::run(
+                format!("sandbox-share-{size}"),
+                if share >= need {
+                    Verdict::Pass
+                } else {
+                    Verdict::Warn
+                },
+                format!(
+                    "{size}-byte records: sandbox with regular ecalls {:.0} records/s, native \
+                     middlebox {:.0} records/s: {:.0}% (target >= {:.0}%)",
+                    s.records_per_s(),
+                    n.records_per_s(),
+                    share * 100.0,
+                    need * 100.0
+                ),
+            ));
+        }
+    }
+    let sizes: Vec<usize> = {
+        let mut v: Vec<usize> = rows.iter().map(|r| r.record_size).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    for size in sizes {
+        let (Some(a), Some(r), Some(w)) =
+            (find(advisor, size), find(sandbox, size), find(all, size))
+        else {
+            continue;
+        };
+        let (Some(sa), Some(sr), Some(sw)) = (a.summary(), r.summary(), w.summary()) else {
+            continue;
+        };
+        // Slower than both beyond the noise: the advisor's interval lies wholly above both
+        // others' intervals (time per record: higher is slower).
+        let slower = sa.median_ci_low_ns > sr.median_ci_high_ns
+            && sa.median_ci_low_ns > sw.median_ci_high_ns;
+        out.push(Check::run(
+            format!("advisor-choice-{size}"),
+            if slower { Verdict::Warn } else { Verdict::Pass },
+            format!(
+                "{size}-byte records, ns per record, median [95% CI]: advisor's choice {:.0} \
+                 [{:.0}, {:.0}], regular {:.0} [{:.0}, {:.0}], all switchless {:.0} [{:.0}, {:.0}]{}",
+                sa.median_ns, sa.median_ci_low_ns, sa.median_ci_high_ns, sr.median_ns, sr.median_ci_low_ns, sr.median_ci_high_ns,
+                sw.median_ns, sw.median_ci_low_ns, sw.median_ci_high_ns,
+                if slower { ": slower than both beyond the noise" } else { "" }
+            ),
+        ));
+    }
+    out
+}
+
+/// All-switchless against selective (the advisor's) and regular, as the paper compared:
+/// the mean loss over record sizes, with the published 33% beside it.
+pub fn all_switchless_table(rows: &[Row], sandbox: &str, all: &str, advisor: &str) -> Table {
+    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
+    let mut sizes: Vec<usize> = rows.iter().map(|r| r.record_size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut body = Vec::new();
+    let mut losses = Vec::new();
+    for size in sizes {
+        let (Some(r), Some(w), Some(a)) =
+            (find(sandbox, size), find(all, size), find(advisor, size))
+        else {
+            continue;
+        };
+        let loss = 1.0 - w.records_per_s() / a.records_per_s();
+        losses.push(loss);
+        body.push(vec![
+            Value::from(size),
+            Value::from(r.records_per_s().round()),
+            Value::from(a.records_per_s().round()),
+            Value::from(w.records_per_s().round()),
+            Value::from((loss * 1000.0).round() / 10.0),
+        ]);
+    }
+    let mean = if losses.is_empty() {
+        0.0
+    } else {
+        losses.iter().sum::<f64>() / losses.len() as f64
+    };
+    body.push(vec![
+        Value::from("mean"),
+        Value::from("-"),
+        Value::from("-"),
+        Value::from("-"),
+        Value::from((mean * 1000.0).round() / 10.0),
+    ]);
+    body.push(vec![
+        Value::from("SGXBox (published)"),
+        Value::from("-"),
+        Value::from("-"),
+        Value::from("-"),
+        Value::from(published::ALL_SWITCHLESS_LOSS * 100.0),
+    ]);
+    Table {
+        name: "all-switchless".into(),
+        title: "All ecalls switchless against the advisor's selection (records/s)".into(),
+        columns: [
+            "record bytes",
+            "regular",
+            "advisor's selection",
+            "all switchless",
+            "all-switchless loss vs selection %",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: body,
+        source: Some(format!("Last row: {}", published::SOURCE)),
+        notes: vec![
+            "A negative loss: all-switchless was faster here. Workers spin on the cores the \
+             flows' relay threads need; on a machine with few cores that is where the loss \
+             comes from (see the CPU column of the throughput table)."
+                .into(),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(config: &str, size: usize, ns: &[f64]) -> Row {
+        Row {
+            config: config.into(),
+            record_size: size,
+            ns_per_record: ns.to_vec(),
+            cpu_ns_per_record: None,
+        }
+    }
+
+    #[test]
+    fn breakdown_splits_the_ecall_into_inside_and_transition() {
+        let b = Breakdown::new(10, 100_000, 60_000, 2_000.0);
+        assert_eq!(b.untrusted_ns, 4_000.0);
+        assert_eq!(b.trusted_ns, 2_000.0);
+        assert_eq!(b.transition_ns, 4_000.0);
+        let s = b.stages("x");
+        assert_eq!(s.total_ns, 100_000.0);
+        assert!((s.stages.iter().map(|s| s.percent).sum::<f64>() - 100.0).abs() < 1e-9);
+        // Inside can exceed what the relay saw (sampled on native): clamp, never negative.
+        let b = Breakdown::new(10, 100_000, 10_000, 5_000.0);
+        assert_eq!(b.transition_ns, 0.0);
+        assert_eq!(Breakdown::new(0, 1, 1, 1.0), Breakdown::default());
+    }
+
+    #[test]
+    fn targets_compare_shares_and_intervals() {
+        let rows = vec![
+            row("native", 1024, &[1000.0, 1010.0, 990.0, 1005.0, 995.0]),
+            row("sandbox", 1024, &[2000.0, 2010.0, 1990.0, 2005.0, 1995.0]),
+            row("all", 1024, &[3000.0, 3010.0, 2990.0, 3005.0, 2995.0]),
+            row("advisor", 1024, &[1500.0, 1510.0, 1490.0, 1505.0, 1495.0]),
+        ];
+        let c = target_checks(&rows, "native", "sandbox", "all", "advisor");
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].verdict, Verdict::Warn, "{}", c[0].message); // 50% < 70%
+        assert_eq!(c[1].verdict, Verdict::Pass, "{}", c[1].message);
+        let slow = vec![
+            row("sandbox", 256, &[1000.0, 1001.0, 999.0]),
+            row("all", 256, &[1100.0, 1101.0, 1099.0]),
+            row("advisor", 256, &[5000.0, 5001.0, 4999.0]),
+        ];
+        let c = target_checks(&slow, "native", "sandbox", "all", "advisor");
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].verdict, Verdict::Warn);
+    }
+
+    #[test]
+    fn correctness_fails_on_any_problem() {
+        assert_eq!(correctness("x", 1, &[]).verdict, Verdict::Pass);
+        let c = correctness("x", 1, &vec!["bad".to_owned(); 9]);
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(c.message.contains("3 more"));
+    }
+
+    #[test]
+    fn the_all_switchless_table_ends_with_the_published_loss() {
+        let rows = vec![
+            row("sandbox", 1024, &[2000.0]),
+            row("all", 1024, &[3000.0]),
+            row("advisor", 1024, &[1500.0]),
+        ];
+        let t = all_switchless_table(&rows, "sandbox", "all", "advisor");
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(t.rows[0][4], Value::from(50.0));
+        assert_eq!(t.rows[2][4], Value::from(33.0));
+    }
+}

@@ -1,0 +1,626 @@
+//! Scenario `tls-middlebox`: SGXBox's application (Kim, Applied Sciences 11(18) 8379, 2021)
+//! rebuilt on our boundary: a TLS 1.2 middlebox that decrypts and inspects traffic inside an
+//! enclave, and the question the paper asked of it: which ecalls should be switchless?
+//!
+//! # What runs
+//!
+//! Clients and servers speak real TLS 1.2 (`rustls`, `ECDHE_RSA_WITH_AES_256_GCM_SHA384`
+//! only, certificates from `rcgen`) on loopback, through a TCP relay that never terminates
+//! TLS ([`workload`]). Each client shares its master secret out of band through its key log,
+//! sealed to the enclave's key. The relay reassembles records on the host ([`records`]) and
+//! hands each encrypted one to the enclave, which derives the key block with the TLS 1.2
+//! PRF ([`keys`]), decrypts with AES-256-GCM and counts a rule set's patterns
+//! ([`service`], seven ecalls after SGXBox's). Secrets stay inside: no reply, error or
+//! record carries one.
+//!
+//! # What is measured, and why
+//!
+//! 1. **Per-ecall profile and the advisor**: the sandbox with regular ecalls at 1 KiB
+//!    records, every ecall traced (count, time inside, in transition), SGXBox's efficiency
+//!    (inside over total) per ecall, and `enclave`'s advisor's verdict. Its choice of
+//!    switchless ecalls is the configuration "advisor's selection".
+//! 2. **Throughput by configuration and record size**: `flows` long flows of 256 B .. 16 KiB
+//!    records, for direct (no middlebox), the middlebox on `native`, `sandbox` with regular
+//!    ecalls, all seven switchless, and the advisor's selection; decrypted bytes/s and
+//!    records/s at the servers, and the middlebox's CPU. Every pass is checked: each server
+//!    got its client's bytes unchanged, the enclave decrypted every application record and
+//!    found exactly the planted patterns. A failure fails the run.
+//! 3. **Per-record breakdown** at 1 KiB (SGXBox's Fig. 5): host time, time inside, and
+//!    transition or switchless wait, per configuration ([`analysis::Breakdown`]).
+//! 4. **Core affinity** (SGXBox's Table 1), in [`affinity`].
+//!
+//! `--transition-cycles sgxbox-ecall` runs the same under the modelled SGX transition cost.
+//! The paper's figures sit beside ours, labelled as published.
+
+pub mod affinity;
+pub mod analysis;
+pub mod keys;
+pub mod records;
+pub mod service;
+pub mod workload;
+
+use std::time::Duration;
+
+use enclave::{Advice, Backend, Direction, MAX_TCS, Recommendation, Registry, TraceSnapshot};
+use measure::record::{Body, Cost, CostFigure, Params, Value};
+use measure::sampler::Samples;
+
+use crate::boundary::{self, Config};
+use crate::{At, Context, Preset, RunOptions, Scenario, ScenarioError};
+use analysis::{Breakdown, Row};
+use service::{Call, Client, EngineLimits, SERVICE};
+use workload::{Middlebox, PATTERNS, PassConfig, PassResult, Pki};
+
+pub use service::register;
+
+const NAME: &str = "tls-middlebox";
+
+/// The record size of the profile, the breakdown and the headline (the paper's 1 KiB).
+pub const PROFILE_SIZE: usize = 1024;
+
+/// A way of running the flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setup {
+    /// Client to server, no middlebox.
+    Direct,
+    /// The middlebox with its service in-process.
+    Native,
+    /// The sandbox, regular ecalls.
+    Sandbox,
+    /// The sandbox, all seven ecalls switchless.
+    AllSwitchless,
+    /// The sandbox, the ecalls the advisor chose switchless.
+    Advisor,
+}
+
+impl Setup {
+    /// Every setup, in run order (the advisor's after the sandbox's profile).
+    pub const ALL: [Setup; 5] = [
+        Setup::Direct,
+        Setup::Native,
+        Setup::Sandbox,
+        Setup::AllSwitchless,
+        Setup::Advisor,
+    ];
+
+    /// The name in tables and in `params.config`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Setup::Direct => "direct (no middlebox)",
+            Setup::Native => "middlebox native",
+            Setup::Sandbox => "middlebox sandbox regular",
+            Setup::AllSwitchless => "middlebox sandbox all switchless",
+            Setup::Advisor => "middlebox sandbox advisor's selection",
+        }
+    }
+
+    /// The `config` param.
+    pub fn key(self) -> &'static str {
+        match self {
+            Setup::Direct => "direct",
+            Setup::Native => "native",
+            Setup::Sandbox => "regular",
+            Setup::AllSwitchless => "all-switchless",
+            Setup::Advisor => "advisor",
+        }
+    }
+}
+
+/// How much a run does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Concurrent flows.
+    pub flows: usize,
+    /// Plaintext bytes per record, one throughput point each.
+    pub sizes: Vec<usize>,
+    /// Application bytes all flows send in one round, per record size.
+    pub bytes_per_pass: u64,
+    /// Measured rounds per configuration and size (after one warm-up round), over the same
+    /// long-running flows.
+    pub runs: usize,
+    /// A pattern in every this-many records.
+    pub plant_every: usize,
+    /// Switchless workers (enclave side; no ocalls are made).
+    pub workers: usize,
+    /// Socket timeouts.
+    pub timeout: Duration,
+    /// Calls per affinity measurement.
+    pub affinity_calls: u64,
+}
+
+/// The plan: 32 long-running flows; quick 2 MiB per round, 3 measured rounds; full 16 MiB,
+/// 5 rounds.
+/// `--threads N` sets the number of flows.
+pub fn plan(options: &RunOptions) -> Plan {
+    let quick = options.preset == Preset::Quick;
+    Plan {
+        flows: options
+            .threads
+            .as_ref()
+            .and_then(|t| t.iter().copied().max())
+            .unwrap_or(32)
+            .clamp(1, 256),
+        sizes: vec![256, 1024, 4096, 16384],
+        bytes_per_pass: if quick { 2 << 20 } else { 16 << 20 },
+        runs: if quick { 3 } else { 5 },
+        plant_every: 4,
+        workers: 1,
+        timeout: Duration::from_secs(20),
+        affinity_calls: if quick { 20_000 } else { 200_000 },
+    }
+}
+
+impl Plan {
+    /// The pass of one record size.
+    pub fn pass(&self, size: usize) -> PassConfig {
+        let records = (self.bytes_per_pass / size as u64 / self.flows as u64).max(1);
+        PassConfig {
+            flows: self.flows,
+            record_size: size,
+            records_per_flow: records,
+            rounds: self.runs + 1,
+            plant_every: self.plant_every,
+            timeout: self.timeout,
+        }
+    }
+}
+
+fn call_name(d: Direction, id: u32) -> String {
+    match (d, Call::try_from(id)) {
+        (Direction::Ecall, Ok(c)) => c.name().to_owned(),
+        _ => id.to_string(),
+    }
+}
+
+/// The enclave process's CPU time (user + system), from `/proc`; 0 when unknown.
+fn process_cpu_ns(pid: Option<u32>) -> u64 {
+    let Some(pid) = pid else { return 0 };
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // Fields after the command name (which may hold spaces): utime is the 14th field.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    (ticks(11) + ticks(12)) * 1_000_000_000 / hz
+}
+
+/// One configuration at one record size.
+struct Outcome {
+    setup: Setup,
+    /// The boundary configuration used (none: direct).
+    config: Option<Config>,
+    /// The ecalls made switchless.
+    switchless: Vec<u32>,
+    size: usize,
+    row: Row,
+    trace: Option<TraceSnapshot>,
+    breakdown: Option<Breakdown>,
+    problems: Vec<String>,
+}
+
+/// The `tls-middlebox` scenario.
+pub struct TlsMiddlebox;
+
+impl TlsMiddlebox {
+    fn config(setup: Setup, plan: &Plan) -> Option<Config> {
+        match setup {
+            Setup::Direct => None,
+            Setup::Native => Some(Config::regular(Backend::Native)),
+            Setup::Sandbox => Some(Config::regular(Backend::Sandbox)),
+            Setup::AllSwitchless | Setup::Advisor => Some(Config::switchless(plan.workers)),
+        }
+    }
+
+    fn params(o: &Outcome, plan: &Plan) -> Params {
+        let mut p = o.config.as_ref().map(|c| c.params()).unwrap_or_default();
+        p.insert("config".into(), Value::from(o.setup.key()));
+        p.insert("record_size_bytes".into(), Value::from(o.size));
+        p.insert("flows".into(), Value::from(plan.flows));
+        if matches!(o.setup, Setup::AllSwitchless | Setup::Advisor) {
+            let names: Vec<String> = o
+                .switchless
+                .iter()
+                .map(|&id| call_name(Direction::Ecall, id))
+                .collect();
+            p.insert(
+                "switchless_ecalls".into(),
+                Value::from(if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(",")
+                }),
+            );
+        }
+        p
+    }
+
+    fn backend(o: &Outcome) -> &'static str {
+        o.config.as_ref().map_or("direct", |c| c.label())
+    }
+
+    /// One pass of one setup and size: `plan.runs` measured rounds after a warm-up round,
+    /// over the same flows. The advisor's setup with nothing to make switchless runs with
+    /// regular ecalls and no workers.
+    fn measure(
+        &self,
+        ctx: &Context<'_>,
+        plan: &Plan,
+        pki: &Pki,
+        setup: Setup,
+        size: usize,
+        switchless: &[u32],
+    ) -> Result<Outcome, ScenarioError> {
+        let pass = plan.pass(size);
+        let mut row = Row {
+            config: setup.title().to_owned(),
+            record_size: size,
+            ns_per_record: Vec::new(),
+            cpu_ns_per_record: None,
+        };
+        let records = pass.records_per_flow * plan.flows as u64;
+        // Round 0 warms up; the others are measured.
+        let per_record = |r: &PassResult| -> Vec<f64> {
+            r.wall_ns
+                .iter()
+                .skip(1)
+                .map(|&w| w as f64 / records as f64)
+                .collect()
+        };
+        ctx.check_cancel()?;
+        let Some(config) = Self::config(setup, plan) else {
+            let r = workload::run_pass(&pass, pki, None, None)?;
+            row.ns_per_record = per_record(&r);
+            return Ok(Outcome {
+                setup,
+                config: None,
+                switchless: Vec::new(),
+                size,
+                row,
+                trace: None,
+                breakdown: None,
+                problems: analysis::problems(&r, plan.flows, false),
+            });
+        };
+        let config = if switchless.is_empty() {
+            Config::regular(config.backend)
+        } else {
+            config
+        };
+        let registry = register(Registry::new());
+        let builder = config
+            .builder(ctx, SERVICE, switchless, &[])
+            .tcs((2 * plan.flows).clamp(2, MAX_TCS));
+        let enclave = boundary::start(builder, &registry)?;
+        let client = Client::new(&enclave);
+        let limits = EngineLimits {
+            max_flows: u32::try_from(plan.flows * 2).unwrap_or(u32::MAX),
+            max_pending_shares: u32::try_from(plan.flows * 2).unwrap_or(u32::MAX),
+        };
+        let mb = Middlebox::start(client, &limits, &PATTERNS).at("starting the middlebox")?;
+        let cpu0 = process_cpu_ns(enclave.pid());
+        let r = workload::run_pass(&pass, pki, Some(&mb), None)?;
+        let enclave_cpu = process_cpu_ns(enclave.pid()).saturating_sub(cpu0);
+        let problems = analysis::problems(&r, plan.flows, true);
+        row.ns_per_record = per_record(&r);
+        // CPU over the whole pass (handshakes and the warm-up round included), per record.
+        let relay_cpu: u64 = r
+            .flows
+            .iter()
+            .flat_map(|f| f.dirs.iter())
+            .map(|d| d.cpu_ns)
+            .sum();
+        let all_records = records * pass.rounds as u64;
+        row.cpu_ns_per_record = Some((relay_cpu + enclave_cpu) as f64 / all_records.max(1) as f64);
+        let measured = [r];
+        let trace = enclave.trace();
+        let (mut inspected, mut busy, mut ecall) = (0, 0, 0);
+        for d in measured
+            .iter()
+            .flat_map(|r| r.flows.iter())
+            .map(|f| &f.dirs[0])
+        {
+            inspected += d.inspected;
+            busy += d.busy_ns;
+            ecall += d.ecall_ns;
+        }
+        let inside = trace
+            .get(Direction::Ecall, Call::ReproduceSslContext.into())
+            .map_or(0.0, |t| t.mean_inside_ns());
+        ctx.progress().advance(1);
+        Ok(Outcome {
+            setup,
+            config: Some(config),
+            switchless: switchless.to_vec(),
+            size,
+            row,
+            trace: Some(trace),
+            breakdown: Some(Breakdown::new(inspected, busy, ecall, inside)),
+            problems,
+        })
+    }
+
+    fn emit_outcome(
+        &self,
+        ctx: &Context<'_>,
+        plan: &Plan,
+        o: &Outcome,
+    ) -> Result<(), ScenarioError> {
+        let backend = Self::backend(o);
+        let params = Self::params(o, plan);
+        let samples = Samples {
+            iters_per_sample: plan.pass(o.size).records_per_flow * plan.flows as u64,
+            per_iter_ns: o.row.ns_per_record.clone(),
+            overhead_ns: None,
+        };
+        ctx.emit_samples(
+            NAME,
+            backend,
+            params.clone(),
+            "record",
+            samples,
+            Some(o.size as u64),
+        )?;
+        let what = format!("{}, {}-byte records", o.setup.title(), o.size);
+        ctx.emit(
+            NAME,
+            backend,
+            params.clone(),
+            Body::Check(analysis::correctness(
+                &what,
+                o.row.ns_per_record.len(),
+                &o.problems,
+            )),
+        )?;
+        if let (Some(t), Some(config)) = (&o.trace, &o.config)
+            && config.workers > 0
+        {
+            ctx.emit(
+                NAME,
+                backend,
+                params.clone(),
+                Body::Check(hit_check(t, config)),
+            )?;
+        }
+        if o.size == PROFILE_SIZE
+            && let (Some(b), Some(t), Some(config)) = (&o.breakdown, &o.trace, &o.config)
+        {
+            ctx.emit(
+                NAME,
+                backend,
+                params.clone(),
+                Body::Stages(b.stages(&format!("record ({})", o.setup.title()))),
+            )?;
+            boundary::emit_trace(ctx, NAME, config, t, &call_name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Switchless hits and misses per ecall, with a warning where a configuration's workers and
+/// the flows' threads oversubscribe the cores.
+fn hit_check(trace: &TraceSnapshot, config: &Config) -> measure::record::Check {
+    use measure::record::{Check, Verdict};
+    let mut parts = Vec::new();
+    let (mut hits, mut misses) = (0u64, 0u64);
+    for c in trace
+        .calls
+        .iter()
+        .filter(|c| c.switchless_hits + c.switchless_misses > 0)
+    {
+        let n = c.switchless_hits + c.switchless_misses;
+        parts.push(format!(
+            "{}: {:.1}% hits of {n}",
+            call_name(c.direction, c.call_id),
+            c.switchless_hits as f64 / n as f64 * 100.0
+        ));
+        hits += c.switchless_hits;
+        misses += c.switchless_misses;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut message = if parts.is_empty() {
+        "no switchless calls were made".to_owned()
+    } else {
+        parts.join("; ")
+    };
+    let oversubscribed = config.workers + 1 > cores || cores <= 2;
+    if oversubscribed {
+        message.push_str(&format!(
+            "; {} spinning worker(s) share {cores} core(s) with the relay, client and server \
+             threads: oversubscribed",
+            config.workers
+        ));
+    }
+    let rate = if hits + misses == 0 {
+        0.0
+    } else {
+        misses as f64 / (hits + misses) as f64
+    };
+    Check::run(
+        "switchless-hits",
+        if oversubscribed || rate > 0.05 || hits == 0 {
+            Verdict::Warn
+        } else {
+            Verdict::Pass
+        },
+        message,
+    )
+}
+
+/// The ecalls the advisor would make switchless, from a trace.
+fn advised(advice: &[Advice]) -> Vec<u32> {
+    advice
+        .iter()
+        .filter(|a| {
+            a.direction == Direction::Ecall && a.recommendation == Recommendation::Switchless
+        })
+        .map(|a| a.call_id)
+        .collect()
+}
+
+impl Scenario for TlsMiddlebox {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "SGXBox's TLS 1.2 middlebox: decrypt and inspect in the enclave; throughput by record size, per-ecall profile and advisor, switchless selection, core affinity"
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
+        self.run_plan(ctx, &plan(ctx.options))
+    }
+}
+
+impl TlsMiddlebox {
+    /// Runs every experiment of `plan` (the presets' or a test's).
+    pub fn run_plan(&self, ctx: &Context<'_>, plan: &Plan) -> Result<(), ScenarioError> {
+        let plan = plan.clone();
+        let load = rustix::system::sysinfo().loads[0] as f64 / 65536.0;
+        ctx.progress()
+            .begin(NAME, (Setup::ALL.len() * plan.sizes.len()) as u64);
+        let pki = Pki::generate()?;
+        let mut outcomes: Vec<Outcome> = Vec::new();
+        let mut switchless_advised: Vec<u32> = Vec::new();
+        let all: Vec<u32> = Call::ALL.iter().map(|&c| c.into()).collect();
+        // The profile size first, so that the advisor's choice is known before it runs.
+        let mut sizes = plan.sizes.clone();
+        sizes.sort_by_key(|&s| (s != PROFILE_SIZE, s));
+        for setup in Setup::ALL {
+            for &size in &sizes {
+                let ids: &[u32] = match setup {
+                    Setup::AllSwitchless => &all,
+                    Setup::Advisor => &switchless_advised,
+                    _ => &[],
+                };
+                let o = self.measure(ctx, &plan, &pki, setup, size, ids)?;
+                self.emit_outcome(ctx, &plan, &o)?;
+                if setup == Setup::Sandbox
+                    && size == PROFILE_SIZE
+                    && let Some(t) = &o.trace
+                {
+                    let config = Config::regular(Backend::Sandbox);
+                    let advice = boundary::emit_advice(ctx, NAME, &config, t, None, &call_name)?;
+                    switchless_advised = advised(&advice);
+                    let mut params = Self::params(&o, &plan);
+                    let names: Vec<String> = switchless_advised
+                        .iter()
+                        .map(|&id| call_name(Direction::Ecall, id))
+                        .collect();
+                    params.insert(
+                        "advised_switchless".into(),
+                        Value::from(if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(",")
+                        }),
+                    );
+                    ctx.emit(
+                        NAME,
+                        config.label(),
+                        params,
+                        Body::Table(analysis::profile_table(
+                            t,
+                            &advice,
+                            "sandbox, regular ecalls, 1 KiB records",
+                        )),
+                    )?;
+                }
+                outcomes.push(o);
+            }
+        }
+
+        let rows: Vec<Row> = outcomes.iter().map(|o| o.row.clone()).collect();
+        ctx.emit(
+            NAME,
+            "all",
+            Params::new(),
+            Body::Table(analysis::throughput_table(&rows, plan.flows, Some(load))),
+        )?;
+        let breakdowns: Vec<(String, Breakdown)> = outcomes
+            .iter()
+            .filter(|o| o.size == PROFILE_SIZE)
+            .filter_map(|o| Some((o.setup.title().to_owned(), o.breakdown?)))
+            .collect();
+        ctx.emit(
+            NAME,
+            "all",
+            Params::new(),
+            Body::Table(analysis::breakdown_table(&breakdowns, PROFILE_SIZE)),
+        )?;
+        ctx.emit(
+            NAME,
+            "all",
+            Params::new(),
+            Body::Table(analysis::all_switchless_table(
+                &rows,
+                Setup::Sandbox.title(),
+                Setup::AllSwitchless.title(),
+                Setup::Advisor.title(),
+            )),
+        )?;
+        for c in analysis::target_checks(
+            &rows,
+            Setup::Native.title(),
+            Setup::Sandbox.title(),
+            Setup::AllSwitchless.title(),
+            Setup::Advisor.title(),
+        ) {
+            ctx.emit(NAME, "all", Params::new(), Body::Check(c))?;
+        }
+        // The headline: time per 1 KiB record, native middlebox against the sandbox's.
+        let fig = |s: Setup| {
+            outcomes
+                .iter()
+                .find(|o| o.setup == s && o.size == PROFILE_SIZE)
+                .and_then(|o| {
+                    CostFigure::new(s.title(), Self::backend(o), o.row.ns_per_record.clone())
+                })
+        };
+        if let Some(baseline) = fig(Setup::Native) {
+            let protected = [Setup::Sandbox, Setup::Advisor, Setup::AllSwitchless]
+                .into_iter()
+                .filter_map(fig)
+                .collect();
+            ctx.emit(
+                NAME,
+                "all",
+                Params::new(),
+                Body::Cost(Cost {
+                    name: format!(
+                        "TLS 1.2 record decrypted and inspected by the middlebox, {} flows",
+                        plan.flows
+                    ),
+                    unit: "1 KiB record".into(),
+                    baseline,
+                    protected,
+                }),
+            )?;
+        }
+
+        affinity::run(ctx, NAME, &plan)?;
+
+        let failed: Vec<String> = outcomes
+            .iter()
+            .filter(|o| !o.problems.is_empty())
+            .map(|o| {
+                format!(
+                    "{}, {}-byte records: {}",
+                    o.setup.title(),
+                    o.size,
+                    o.problems[0]
+                )
+            })
+            .collect();
+        if !failed.is_empty() {
+            return Err(ScenarioError::step("correctness", failed.join("; ")));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

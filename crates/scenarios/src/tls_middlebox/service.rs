@@ -1,0 +1,618 @@
+//! The middlebox's enclave side: seven ecalls named and scoped after SGXBox's, and the
+//! host's typed client for them.
+//!
+//! | ecall | when the host makes it | what it does inside |
+//! |---|---|---|
+//! | `init_decryption_engine` | once, at start-up | sets the limits (flows, pending key shares), makes a fresh X25519 key pair for key shares and returns its public half |
+//! | `load_ruleset` | once, at start-up | builds the multi-pattern matcher (Aho-Corasick) over the rule set's byte patterns |
+//! | `init_out_of_band_key_share` | when an endpoint shares a session | opens the HPKE-sealed master secret (bound to its client random) and keeps it until a flow claims it |
+//! | `set_info_flow` | when a connection opens and closes | registers a flow (its endpoints) and, at close, returns its counts and forgets its keys |
+//! | `init_tls_process` | once the two hellos were seen | binds the client and server randoms read from the clear-text hellos to the flow |
+//! | `start_tls_process` | at each direction's ChangeCipherSpec | finds the flow's key share, derives the key block (TLS 1.2 PRF, HMAC-SHA384) once, and starts that direction's decrypter at sequence number 0 |
+//! | `reproduce_ssl_context` | per encrypted record | checks the framing, decrypts with AES-256-GCM, and for application data counts the rule set's matches |
+//!
+//! The master secret reaches the enclave sealed to the engine's key (HPKE base mode,
+//! X25519, HKDF-SHA256, AES-128-GCM, the client random as additional data): the host relays
+//! it but cannot read it. No reply, error or log line carries a secret or plaintext; a
+//! record's reply is its content type, plaintext length and match count.
+//!
+//! State: flows in a map behind a read-write lock, each flow's two directions behind their
+//! own locks, so the relay threads of different flows and of the two directions of one
+//! flow decrypt in parallel.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use aho_corasick::AhoCorasick;
+use enclave::{Ctx, Enclave, Registry, Service, ServiceError};
+use hpke::aead::AesGcm128;
+use hpke::kdf::HkdfSha256;
+use hpke::kem::X25519HkdfSha256;
+use hpke::{Deserializable, Kem, OpModeR, OpModeS, Serializable};
+
+use super::keys::{Direction, KeyBlock, MASTER_SECRET_LEN, MasterSecret, OpenError, Opener};
+use super::records::{self, ContentType};
+use crate::codec::{self, Decode, Encode};
+
+/// The enclave service's name.
+pub const SERVICE: &str = "ccbench.tls-middlebox";
+
+/// HPKE's `info` for key shares.
+pub const SHARE_INFO: &[u8] = b"ccbench tls-middlebox key share v1";
+
+crate::calls! {
+    /// The seven ecalls, after SGXBox's.
+    pub enum Call {
+        /// Limits and the key-share key pair.
+        InitDecryptionEngine = 0 => "init_decryption_engine",
+        /// The inspection patterns.
+        LoadRuleset = 1 => "load_ruleset",
+        /// A sealed master secret from an endpoint.
+        InitOutOfBandKeyShare = 2 => "init_out_of_band_key_share",
+        /// A flow opens or closes.
+        SetInfoFlow = 3 => "set_info_flow",
+        /// A flow's hello randoms.
+        InitTlsProcess = 4 => "init_tls_process",
+        /// A direction switches to its keys.
+        StartTlsProcess = 5 => "start_tls_process",
+        /// One encrypted record: decrypt and inspect.
+        ReproduceSslContext = 6 => "reproduce_ssl_context",
+    }
+}
+
+/// `init_decryption_engine`'s request.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct EngineLimits {
+    /// Flows open at once.
+    pub max_flows: u32,
+    /// Key shares kept before a flow claims them.
+    pub max_pending_shares: u32,
+}
+
+/// `init_decryption_engine`'s reply: the key shares' HPKE public key.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct EngineKey {
+    /// X25519 public key, 32 bytes.
+    pub public: Vec<u8>,
+}
+
+/// `load_ruleset`'s request.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct Ruleset {
+    /// Byte patterns; matches are counted without overlaps, leftmost-first.
+    pub patterns: Vec<Vec<u8>>,
+}
+
+/// `init_out_of_band_key_share`'s request: a master secret sealed to the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct KeyShare {
+    /// The session's client random (the additional data of the sealing).
+    pub client_random: [u8; 32],
+    /// HPKE encapsulated key.
+    pub enc: Vec<u8>,
+    /// HPKE ciphertext of the 48-byte master secret.
+    pub ciphertext: Vec<u8>,
+}
+
+/// `set_info_flow`'s request.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub enum FlowInfo {
+    /// A connection was accepted: its id and endpoints.
+    Open {
+        /// The host's id for the flow.
+        flow: u64,
+        /// The client's address.
+        client: String,
+        /// The server's address.
+        server: String,
+    },
+    /// The connection ended: return its counts and forget it.
+    Close {
+        /// The flow.
+        flow: u64,
+    },
+}
+
+/// What the enclave counted for one direction of a flow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Encode, Decode)]
+pub struct DirectionCounts {
+    /// Records decrypted (every content type).
+    pub decrypted: u64,
+    /// Application-data records decrypted.
+    pub app_records: u64,
+    /// Application-data plaintext bytes.
+    pub app_bytes: u64,
+    /// Records that failed authentication.
+    pub auth_failures: u64,
+    /// Rule-set matches in application data.
+    pub matches: u64,
+}
+
+/// `set_info_flow`'s reply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Encode, Decode)]
+pub struct FlowReply {
+    /// At close: the flow's counts, client to server then server to client.
+    pub counts: Option<[DirectionCounts; 2]>,
+    /// Key shares held that no open flow has claimed.
+    pub shares_pending: u32,
+}
+
+/// `init_tls_process`'s request.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct TlsRandoms {
+    /// The flow.
+    pub flow: u64,
+    /// From the ClientHello.
+    pub client_random: [u8; 32],
+    /// From the ServerHello.
+    pub server_random: [u8; 32],
+}
+
+/// `start_tls_process`'s request.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct StartTls {
+    /// The flow.
+    pub flow: u64,
+    /// The direction whose ChangeCipherSpec was seen.
+    pub direction: Direction,
+}
+
+/// `reproduce_ssl_context`'s request: one whole record as on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct RecordIn {
+    /// The flow.
+    pub flow: u64,
+    /// Its direction.
+    pub direction: Direction,
+    /// Header and fragment.
+    pub record: Vec<u8>,
+}
+
+/// `reproduce_ssl_context`'s reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
+pub struct Verdict {
+    /// The record's content type byte.
+    pub content_type: u8,
+    /// Plaintext bytes.
+    pub plaintext_len: u32,
+    /// Rule-set matches in it (application data only).
+    pub matches: u32,
+}
+
+/// What the middlebox's enclave refuses, typed across the boundary.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Encode, Decode)]
+pub enum MiddleboxError {
+    /// An ecall before `init_decryption_engine`.
+    #[error("the decryption engine is not initialised")]
+    NotInitialized,
+    /// The flow limit was reached.
+    #[error("too many flows (limit {0})")]
+    TooManyFlows(u32),
+    /// The pending key-share limit was reached.
+    #[error("too many pending key shares (limit {0})")]
+    TooManyShares(u32),
+    /// A flow id that is not open.
+    #[error("unknown flow {0}")]
+    UnknownFlow(u64),
+    /// A flow id opened twice.
+    #[error("flow {0} is already open")]
+    DuplicateFlow(u64),
+    /// A key share that does not open (wrong key, tampered, or not 48 bytes).
+    #[error("a key share did not open")]
+    BadKeyShare,
+    /// `start_tls_process` before `init_tls_process`.
+    #[error("flow {0}: no hello randoms yet")]
+    NoRandoms(u64),
+    /// No key share for the flow's client random.
+    #[error("flow {0}: no key share for its client random")]
+    NoKeyShare(u64),
+    /// A record in a direction that has not started.
+    #[error("flow {flow}: {direction:?} has not seen its ChangeCipherSpec")]
+    NotStarted {
+        /// The flow.
+        flow: u64,
+        /// The direction.
+        direction: Direction,
+    },
+    /// Bytes that are not one whole record.
+    #[error("malformed record: {0}")]
+    BadRecord(String),
+    /// The record did not decrypt.
+    #[error("flow {flow}: {error}")]
+    Open {
+        /// The flow.
+        flow: u64,
+        /// Why.
+        error: OpenError,
+    },
+    /// The rule set could not be built.
+    #[error("rule set: {0}")]
+    BadRuleset(String),
+}
+
+/// One direction's decrypter and counts.
+#[derive(Debug, Default)]
+struct DirState {
+    opener: Option<Opener>,
+    counts: DirectionCounts,
+}
+
+/// A flow's randoms and keys.
+#[derive(Debug, Default)]
+struct FlowKeys {
+    randoms: Option<([u8; 32], [u8; 32])>,
+    block: Option<KeyBlock>,
+}
+
+#[derive(Debug, Default)]
+struct Flow {
+    keys: Mutex<FlowKeys>,
+    dirs: [Mutex<DirState>; 2],
+}
+
+struct Engine {
+    limits: EngineLimits,
+    secret: <X25519HkdfSha256 as Kem>::PrivateKey,
+}
+
+/// The service.
+#[derive(Default)]
+pub struct MiddleboxService {
+    engine: RwLock<Option<Engine>>,
+    rules: RwLock<Option<Arc<AhoCorasick>>>,
+    shares: Mutex<HashMap<[u8; 32], MasterSecret>>,
+    flows: RwLock<HashMap<u64, Arc<Flow>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Every update below is checked before it changes anything, so a panic elsewhere
+    // cannot leave half-done state behind a poisoned lock.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+thread_local! {
+    /// Each enclave thread's decryption buffer.
+    static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+type Reply<T> = Result<T, MiddleboxError>;
+
+impl MiddleboxService {
+    fn limits(&self) -> Reply<(u32, u32)> {
+        let g = self.engine.read().unwrap_or_else(PoisonError::into_inner);
+        let e = g.as_ref().ok_or(MiddleboxError::NotInitialized)?;
+        Ok((e.limits.max_flows, e.limits.max_pending_shares))
+    }
+
+    fn flow(&self, id: u64) -> Reply<Arc<Flow>> {
+        self.flows
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+            .cloned()
+            .ok_or(MiddleboxError::UnknownFlow(id))
+    }
+
+    fn init(&self, limits: EngineLimits) -> Reply<EngineKey> {
+        let mut ikm = [0u8; 32];
+        // getrandom(2) is on the sandbox's allow-list.
+        aws_lc_rs::rand::fill(&mut ikm).map_err(|_| MiddleboxError::NotInitialized)?;
+        let (secret, public) = X25519HkdfSha256::derive_keypair(&ikm);
+        ikm.fill(0);
+        *self.engine.write().unwrap_or_else(PoisonError::into_inner) =
+            Some(Engine { limits, secret });
+        Ok(EngineKey {
+            public: public.to_bytes().to_vec(),
+        })
+    }
+
+    fn load_ruleset(&self, r: Ruleset) -> Reply<u32> {
+        self.limits()?;
+        let n = u32::try_from(r.patterns.len()).unwrap_or(u32::MAX);
+        let ac =
+            AhoCorasick::new(&r.patterns).map_err(|e| MiddleboxError::BadRuleset(e.to_string()))?;
+        *self.rules.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(ac));
+        Ok(n)
+    }
+
+    fn key_share(&self, s: KeyShare) -> Reply<u32> {
+        let (_, max_shares) = self.limits()?;
+        let master = {
+            let g = self.engine.read().unwrap_or_else(PoisonError::into_inner);
+            let e = g.as_ref().ok_or(MiddleboxError::NotInitialized)?;
+            let enc = <X25519HkdfSha256 as Kem>::EncappedKey::from_bytes(&s.enc)
+                .map_err(|_| MiddleboxError::BadKeyShare)?;
+            let pt = hpke::single_shot_open::<AesGcm128, HkdfSha256, X25519HkdfSha256>(
+                &OpModeR::Base,
+                &e.secret,
+                &enc,
+                SHARE_INFO,
+                &s.ciphertext,
+                &s.client_random,
+            )
+            .map_err(|_| MiddleboxError::BadKeyShare)?;
+            let bytes: [u8; MASTER_SECRET_LEN] = pt
+                .as_slice()
+                .try_into()
+                .map_err(|_| MiddleboxError::BadKeyShare)?;
+            MasterSecret(bytes)
+        };
+        let mut shares = lock(&self.shares);
+        if shares.len() >= max_shares as usize && !shares.contains_key(&s.client_random) {
+            return Err(MiddleboxError::TooManyShares(max_shares));
+        }
+        shares.insert(s.client_random, master);
+        Ok(u32::try_from(shares.len()).unwrap_or(u32::MAX))
+    }
+
+    fn set_info_flow(&self, info: FlowInfo) -> Reply<FlowReply> {
+        let (max_flows, _) = self.limits()?;
+        let counts = match info {
+            FlowInfo::Open { flow, .. } => {
+                let mut flows = self.flows.write().unwrap_or_else(PoisonError::into_inner);
+                if flows.contains_key(&flow) {
+                    return Err(MiddleboxError::DuplicateFlow(flow));
+                }
+                if flows.len() >= max_flows as usize {
+                    return Err(MiddleboxError::TooManyFlows(max_flows));
+                }
+                flows.insert(flow, Arc::default());
+                None
+            }
+            FlowInfo::Close { flow } => {
+                let f = self
+                    .flows
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&flow)
+                    .ok_or(MiddleboxError::UnknownFlow(flow))?;
+                // The flow's share is used up with it.
+                if let Some((client_random, _)) = lock(&f.keys).randoms {
+                    lock(&self.shares).remove(&client_random);
+                }
+                Some([lock(&f.dirs[0]).counts, lock(&f.dirs[1]).counts])
+            }
+        };
+        let shares_pending = u32::try_from(lock(&self.shares).len()).unwrap_or(u32::MAX);
+        Ok(FlowReply {
+            counts,
+            shares_pending,
+        })
+    }
+
+    fn init_tls(&self, r: TlsRandoms) -> Reply<()> {
+        self.limits()?;
+        let f = self.flow(r.flow)?;
+        lock(&f.keys).randoms = Some((r.client_random, r.server_random));
+        Ok(())
+    }
+
+    fn start_tls(&self, s: StartTls) -> Reply<()> {
+        self.limits()?;
+        let f = self.flow(s.flow)?;
+        let opener = {
+            let mut keys = lock(&f.keys);
+            let (client_random, server_random) =
+                keys.randoms.ok_or(MiddleboxError::NoRandoms(s.flow))?;
+            if keys.block.is_none() {
+                let shares = lock(&self.shares);
+                let master = shares
+                    .get(&client_random)
+                    .ok_or(MiddleboxError::NoKeyShare(s.flow))?;
+                keys.block = Some(KeyBlock::derive(master, &client_random, &server_random));
+            }
+            keys.block
+                .as_ref()
+                .ok_or(MiddleboxError::NoKeyShare(s.flow))?
+                .opener(s.direction)
+                .map_err(|error| MiddleboxError::Open {
+                    flow: s.flow,
+                    error,
+                })?
+        };
+        lock(&f.dirs[s.direction.index()]).opener = Some(opener);
+        Ok(())
+    }
+
+    fn reproduce(&self, r: RecordIn) -> Reply<Verdict> {
+        let f = self.flow(r.flow)?;
+        // The enclave trusts nothing about the host's framing: one whole record, no more.
+        let (ct, version, total) = records::header(&r.record)
+            .map_err(|e| MiddleboxError::BadRecord(e.to_string()))?
+            .ok_or_else(|| MiddleboxError::BadRecord("shorter than a header".into()))?;
+        if total != r.record.len() {
+            return Err(MiddleboxError::BadRecord(format!(
+                "header says {total} bytes, {} given",
+                r.record.len()
+            )));
+        }
+        let rules = self
+            .rules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut dir = lock(&f.dirs[r.direction.index()]);
+        let dir = &mut *dir;
+        let opener = dir.opener.as_mut().ok_or(MiddleboxError::NotStarted {
+            flow: r.flow,
+            direction: r.direction,
+        })?;
+        BUF.with_borrow_mut(|buf| {
+            let plain = match opener.open(ct, version, &r.record[records::HEADER_LEN..], buf) {
+                Ok(p) => p,
+                Err(error) => {
+                    if error == OpenError::Authentication {
+                        dir.counts.auth_failures += 1;
+                    }
+                    return Err(MiddleboxError::Open {
+                        flow: r.flow,
+                        error,
+                    });
+                }
+            };
+            dir.counts.decrypted += 1;
+            let mut matches = 0u32;
+            if ct == ContentType::ApplicationData {
+                if let Some(ac) = &rules {
+                    matches = u32::try_from(ac.find_iter(plain).count()).unwrap_or(u32::MAX);
+                }
+                dir.counts.app_records += 1;
+                dir.counts.app_bytes += plain.len() as u64;
+                dir.counts.matches += u64::from(matches);
+            }
+            Ok(Verdict {
+                content_type: ct.byte(),
+                plaintext_len: u32::try_from(plain.len()).unwrap_or(u32::MAX),
+                matches,
+            })
+        })
+    }
+
+    fn call(&self, call: Call, input: &[u8]) -> Result<Vec<u8>, ServiceError> {
+        Ok(match call {
+            Call::InitDecryptionEngine => {
+                self.init(codec::decode("engine limits", input)?).encode()
+            }
+            Call::LoadRuleset => self
+                .load_ruleset(codec::decode("rule set", input)?)
+                .encode(),
+            Call::InitOutOfBandKeyShare => {
+                self.key_share(codec::decode("key share", input)?).encode()
+            }
+            Call::SetInfoFlow => self
+                .set_info_flow(codec::decode("flow info", input)?)
+                .encode(),
+            Call::InitTlsProcess => self
+                .init_tls(codec::decode("hello randoms", input)?)
+                .encode(),
+            Call::StartTlsProcess => self.start_tls(codec::decode("start tls", input)?).encode(),
+            Call::ReproduceSslContext => self.reproduce(codec::decode("record", input)?).encode(),
+        })
+    }
+}
+
+impl Service for MiddleboxService {
+    fn ecall(
+        &self,
+        call_id: u32,
+        input: &[u8],
+        _ctx: &mut Ctx<'_>,
+    ) -> Result<Vec<u8>, ServiceError> {
+        self.call(Call::try_from(call_id)?, input)
+    }
+}
+
+/// Registers the service.
+pub fn register(r: Registry) -> Registry {
+    r.with(SERVICE, |_| Ok(Arc::new(MiddleboxService::default())))
+}
+
+/// Why a call through the [`Client`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The boundary failed (the enclave died, a payload was refused).
+    #[error("{call}: {source}")]
+    Boundary {
+        /// The ecall.
+        call: &'static str,
+        /// The boundary's error.
+        #[source]
+        source: enclave::Error,
+    },
+    /// The reply did not decode.
+    #[error(transparent)]
+    Reply(#[from] codec::CodecError),
+    /// The enclave refused.
+    #[error(transparent)]
+    Middlebox(#[from] MiddleboxError),
+}
+
+/// Seals a master secret to the engine's public key, as an endpoint does before it hands
+/// the share to the middlebox.
+pub fn seal_share(
+    engine: &EngineKey,
+    client_random: [u8; 32],
+    master: &[u8],
+) -> Result<KeyShare, String> {
+    let pk = <X25519HkdfSha256 as Kem>::PublicKey::from_bytes(&engine.public)
+        .map_err(|e| format!("engine public key: {e}"))?;
+    let mut seed = [0u8; 32];
+    aws_lc_rs::rand::fill(&mut seed).map_err(|_| "no randomness for HPKE".to_owned())?;
+    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_seed(seed);
+    let (enc, ciphertext) = hpke::single_shot_seal::<AesGcm128, HkdfSha256, X25519HkdfSha256, _>(
+        &OpModeS::Base,
+        &pk,
+        SHARE_INFO,
+        master,
+        &client_random,
+        &mut rng,
+    )
+    .map_err(|e| format!("HPKE seal: {e}"))?;
+    Ok(KeyShare {
+        client_random,
+        enc: enc.to_bytes().to_vec(),
+        ciphertext,
+    })
+}
+
+/// The host's typed handle on the middlebox enclave.
+#[derive(Clone, Copy)]
+pub struct Client<'e> {
+    enclave: &'e Enclave,
+}
+
+impl<'e> Client<'e> {
+    /// A client of `enclave`, which must run [`SERVICE`].
+    pub fn new(enclave: &'e Enclave) -> Self {
+        Client { enclave }
+    }
+
+    fn call<T: Decode>(&self, call: Call, input: &impl Encode) -> Result<T, ClientError> {
+        let out = self
+            .enclave
+            .ecall(call.into(), &input.encode())
+            .map_err(|source| ClientError::Boundary {
+                call: call.name(),
+                source,
+            })?;
+        Ok(codec::decode::<Result<T, MiddleboxError>>(
+            call.name(),
+            &out,
+        )??)
+    }
+
+    /// `init_decryption_engine`.
+    pub fn init_decryption_engine(&self, limits: &EngineLimits) -> Result<EngineKey, ClientError> {
+        self.call(Call::InitDecryptionEngine, limits)
+    }
+
+    /// `load_ruleset`: the number of patterns loaded.
+    pub fn load_ruleset(&self, rules: &Ruleset) -> Result<u32, ClientError> {
+        self.call(Call::LoadRuleset, rules)
+    }
+
+    /// `init_out_of_band_key_share`: the number of shares now held.
+    pub fn init_out_of_band_key_share(&self, share: &KeyShare) -> Result<u32, ClientError> {
+        self.call(Call::InitOutOfBandKeyShare, share)
+    }
+
+    /// `set_info_flow`.
+    pub fn set_info_flow(&self, info: &FlowInfo) -> Result<FlowReply, ClientError> {
+        self.call(Call::SetInfoFlow, info)
+    }
+
+    /// `init_tls_process`.
+    pub fn init_tls_process(&self, randoms: &TlsRandoms) -> Result<(), ClientError> {
+        self.call(Call::InitTlsProcess, randoms)
+    }
+
+    /// `start_tls_process`.
+    pub fn start_tls_process(&self, start: &StartTls) -> Result<(), ClientError> {
+        self.call(Call::StartTlsProcess, start)
+    }
+
+    /// `reproduce_ssl_context`: one record in, its verdict out.
+    pub fn reproduce_ssl_context(&self, record: &RecordIn) -> Result<Verdict, ClientError> {
+        self.call(Call::ReproduceSslContext, record)
+    }
+}
