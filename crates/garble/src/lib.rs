@@ -27,6 +27,7 @@ pub mod ot;
 pub mod program;
 mod sbox;
 pub mod session;
+pub mod stream;
 
 pub use builder::{Bit, Builder};
 pub use circuit::{Circuit, CircuitError, Gate, GateKind, Party, Stats};

@@ -222,13 +222,13 @@ pub enum SessionError {
     Backend(#[from] BackendUnavailable),
 }
 
-struct Stages {
-    acc: Vec<StageReport>,
+pub(crate) struct Stages {
+    pub(crate) acc: Vec<StageReport>,
     cur: Option<(Stage, Instant, u64, u64)>,
 }
 
 impl Stages {
-    fn new() -> Stages {
+    pub(crate) fn new() -> Stages {
         Stages {
             acc: Stage::ALL
                 .iter()
@@ -243,12 +243,12 @@ impl Stages {
         }
     }
 
-    fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
+    pub(crate) fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
         self.close(ch);
         self.cur = Some((s, Instant::now(), ch.bytes_sent(), ch.bytes_received()));
     }
 
-    fn close<C: Channel>(&mut self, ch: &C) {
+    pub(crate) fn close<C: Channel>(&mut self, ch: &C) {
         if let Some((s, t, sent, recv)) = self.cur.take() {
             let r = &mut self.acc[s as usize];
             r.time += t.elapsed();

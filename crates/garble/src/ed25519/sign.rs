@@ -247,6 +247,38 @@ mod tests {
         }
     }
 
+    /// The whole signature garbled and evaluated by two parties over an
+    /// in-memory channel (OT included), on RFC 8032's third vector.
+    #[test]
+    fn two_party_signature_matches_rfc8032() {
+        use crate::channel::mem_pair;
+        use crate::session::SessionOptions;
+        use crate::stream::{run_evaluator, run_garbler};
+        let (seed, pk, msg, sig) = RFC8032[2];
+        let key = key_of(seed, pk);
+        let msg = unhex(msg);
+        let mask: Vec<u8> = (0..64u8)
+            .map(|i| i.wrapping_mul(151).wrapping_add(7))
+            .collect();
+        let mut gin: Vec<u8> = key.iter().zip(&mask).map(|(k, m)| k ^ m).collect();
+        gin.extend_from_slice(&msg);
+        let c = Ed25519Sign { msg_len: msg.len() };
+        let gbits = bits_from_bytes(&gin, c.garbler_input_bits());
+        let ebits = bits_from_bytes(&mask, c.evaluator_input_bits());
+        let (mut x, mut y) = mem_pair(std::time::Duration::from_secs(60));
+        let opts = SessionOptions::default();
+        let (g, e) = std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, &c, &ebits, &opts));
+            let g = run_garbler(&mut x, &c, &gbits, &opts);
+            (g, e.join().unwrap())
+        });
+        let (g, e) = (g.unwrap(), e.unwrap());
+        for out in [&g.outputs[0], &e.outputs[0]] {
+            let b = bytes_from_bits(out);
+            assert_eq!(b[..64].to_vec(), unhex(sig));
+        }
+    }
+
     #[test]
     fn and_count_is_within_target() {
         let s = crate::generator::stats(&Ed25519Sign::PUBLISHED);
