@@ -223,6 +223,7 @@ pub(crate) fn batch_affine(pts: &[Ext]) -> Vec<([u8; 32], [u8; 32])> {
 
 /// The standard encoding of an affine point: `y` with the low bit of `x` in
 /// bit 255.
+#[cfg(test)]
 pub(crate) fn encode(x: &[u8; 32], y: &[u8; 32]) -> [u8; 32] {
     let mut e = *y;
     e[31] |= (x[0] & 1) << 7;

@@ -287,3 +287,46 @@ mod tests {
         let _ = Counter::new();
     }
 }
+
+#[cfg(test)]
+mod timing {
+    //! Not a benchmark (numbers come from `ccbench run ed25519-2pc`): a
+    //! by-hand breakdown, `cargo test -p garble --release -- --ignored timing`.
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    #[ignore]
+    fn timing_breakdown() {
+        let t = Instant::now();
+        let _ = point::tables();
+        eprintln!("tables {:?}", t.elapsed());
+        let c = Ed25519Sign::PUBLISHED;
+        let t = Instant::now();
+        let s = crate::generator::stats(&c);
+        eprintln!("stats {:?} {}", t.elapsed(), s.stats.and_gates());
+        let g = vec![false; c.garbler_input_bits()];
+        let e = vec![true; c.evaluator_input_bits()];
+        let t = Instant::now();
+        let _ = crate::generator::eval_plain(&c, &g, &e);
+        eprintln!("plain {:?}", t.elapsed());
+        let h = crate::hash::Hasher::new();
+        let mut prg = crate::hash::Prg::from_seed([1; 16]);
+        let t = Instant::now();
+        let mut n = 0u64;
+        let mut sink = |b: &[u8]| {
+            n += b.len() as u64;
+            Ok::<(), ()>(())
+        };
+        let mut gg = crate::stream::StreamGarbler::new(&h, crate::hash::Block(3), 0, &mut sink);
+        let gi: Vec<_> = (0..c.garbler_input_bits())
+            .map(|_| W::V(prg.block()))
+            .collect();
+        let ei: Vec<_> = (0..c.evaluator_input_bits())
+            .map(|_| W::V(prg.block()))
+            .collect();
+        let _ = c.generate(&mut gg, &gi, &ei);
+        let _ = gg.finish();
+        eprintln!("garble alone {:?} ({n} bytes)", t.elapsed());
+    }
+}
