@@ -33,7 +33,8 @@
 use sha2::{Digest, Sha256};
 
 use crate::builder::{Bit, Builder};
-use crate::circuit::{Circuit, CircuitError, Party, Stats};
+use crate::circuit::{Circuit, CircuitError, GateKind, Party, Stats};
+use crate::program::Program;
 
 /// A value in a circuit under construction: a public constant or a wire of
 /// the backend (a label, a plain bit, a wire id).
@@ -285,6 +286,21 @@ pub trait Gen {
         square_rec(self, a, KARATSUBA_THRESHOLD)
     }
 
+    /// A call of a sub-circuit that is compiled once and replayed: `f`
+    /// emits its gates (the default, for plain evaluation, counting and
+    /// Bristol output); the streaming garbler and evaluator instead run
+    /// `sub`, `f` compiled into a [`Program`] (scheduled, its AND gates
+    /// hashed in batches), over the same inputs. `a` and `b` must have
+    /// `sub`'s input widths.
+    fn call<F>(&mut self, sub: &Sub, a: &[W<Self::L>], b: &[W<Self::L>], f: F) -> Word<Self::L>
+    where
+        Self: Sized,
+        F: FnOnce(&mut Self, &[W<Self::L>], &[W<Self::L>]) -> Word<Self::L>,
+    {
+        let _ = sub;
+        f(self, a, b)
+    }
+
     /// `a * c mod 2^width` for a public constant `c` (little-endian bytes):
     /// one shifted addition or subtraction per non-zero digit of `c`'s
     /// non-adjacent form.
@@ -467,6 +483,71 @@ fn square_schoolbook<G: Gen + ?Sized>(g: &mut G, a: &[W<G::L>]) -> Word<G::L> {
     out
 }
 
+/// A sub-circuit compiled once per process and replayed at every call (see
+/// [`Gen::call`]): its program, its statistics and, per output, its AND
+/// depth from the inputs.
+#[derive(Debug)]
+pub struct Sub {
+    name: &'static str,
+    prog: Program,
+    out_depth: Vec<u32>,
+    a_bits: usize,
+    b_bits: usize,
+}
+
+impl Sub {
+    /// Compiles `f` (instantiated for the [`BuilderGen`]) with inputs of
+    /// `a_bits` and `b_bits`.
+    pub fn compile(
+        name: &'static str,
+        a_bits: usize,
+        b_bits: usize,
+        f: impl FnOnce(&mut BuilderGen, &[W<Bit>], &[W<Bit>]) -> Word<Bit>,
+    ) -> Result<Sub, CircuitError> {
+        let mut g = BuilderGen::default();
+        let a = g.input(Party::Garbler, a_bits);
+        let b = g.input(Party::Evaluator, b_bits);
+        let out = f(&mut g, &a, &b);
+        let c = g.finish(&[out])?;
+        let mut depth = vec![0u32; c.num_wires() as usize];
+        for gate in c.gates() {
+            let d = gate.inputs().map(|w| depth[w as usize]).max().unwrap_or(0);
+            depth[gate.output() as usize] = match gate {
+                crate::circuit::Gate::And { .. } => d + 1,
+                _ => d,
+            };
+        }
+        let out_depth = c.output_wires().map(|w| depth[w as usize]).collect();
+        Ok(Sub {
+            name,
+            prog: Program::compile(&c),
+            out_depth,
+            a_bits,
+            b_bits,
+        })
+    }
+
+    /// The name (part of the circuit digest).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The compiled program.
+    pub fn program(&self) -> &Program {
+        &self.prog
+    }
+
+    /// Input widths.
+    pub fn input_bits(&self) -> (usize, usize) {
+        (self.a_bits, self.b_bits)
+    }
+
+    /// Output bits.
+    pub fn output_bits(&self) -> usize {
+        self.out_depth.len()
+    }
+}
+
 /// Plain evaluation: wires are `bool`s.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Plain;
@@ -519,7 +600,16 @@ pub struct Counter {
     pub and: u64,
     /// INV gates.
     pub inv: u64,
-    /// The deepest AND chain so far.
+    /// EQ gates (constant outputs of sub-circuits).
+    pub eq: u64,
+    /// EQW gates (copied outputs of sub-circuits).
+    pub eqw: u64,
+    /// Whether sub-circuit calls are expanded gate by gate (as a Bristol
+    /// file has them) instead of counted from their compiled programs (as
+    /// they are garbled).
+    pub expand: bool,
+    /// The deepest AND chain so far (an upper bound across sub-circuit
+    /// calls, whose outputs get the deepest input's depth plus their own).
     pub and_depth: u32,
     mix: u64,
 }
@@ -587,6 +677,58 @@ impl Gen for Counter {
         self.inv += 1;
         let id = self.gate(3, a.id, u32::MAX);
         CountWire { id, depth: a.depth }
+    }
+
+    fn call<F>(
+        &mut self,
+        sub: &Sub,
+        a: &[W<CountWire>],
+        b: &[W<CountWire>],
+        f: F,
+    ) -> Word<CountWire>
+    where
+        F: FnOnce(&mut Self, &[W<CountWire>], &[W<CountWire>]) -> Word<CountWire>,
+    {
+        if self.expand {
+            return f(self, a, b);
+        }
+        let st = sub.prog.stats();
+        self.xor += st.count(GateKind::Xor);
+        self.and += st.count(GateKind::And);
+        self.inv += st.count(GateKind::Inv);
+        self.eq += st.count(GateKind::Eq);
+        self.eqw += st.count(GateKind::Eqw);
+        let next0 = self.next;
+        let d = sub.prog.digest();
+        let mut dg = [0u8; 8];
+        dg.copy_from_slice(&d[..8]);
+        self.gate(4, 0, 0);
+        self.mix ^= u64::from_le_bytes(dg);
+        let mut d_in = 0u32;
+        for w in a.iter().chain(b) {
+            match *w {
+                W::C(v) => {
+                    self.gate(5, u32::from(v), u32::MAX);
+                }
+                W::V(x) => {
+                    self.gate(6, x.id, u32::MAX);
+                    d_in = d_in.max(x.depth);
+                }
+            }
+        }
+        // The sub-circuit's inner wires take ids; its outputs come next.
+        let io = (a.len() + b.len() + sub.out_depth.len()) as u64;
+        self.next = next0 + st.wires.saturating_sub(io);
+        sub.out_depth
+            .iter()
+            .map(|&od| {
+                let depth = d_in + od;
+                self.and_depth = self.and_depth.max(depth);
+                let id = self.next as u32;
+                self.next += 1;
+                W::V(CountWire { id, depth })
+            })
+            .collect()
     }
 }
 
@@ -666,9 +808,21 @@ pub struct GenStats {
     pub digest: [u8; 32],
 }
 
-/// Runs `c` once through a [`Counter`].
+/// Runs `c` once through a [`Counter`]: the circuit as it is garbled
+/// (sub-circuit calls counted from their compiled programs).
 pub fn stats<C: Generator>(c: &C) -> GenStats {
+    count(c, false)
+}
+
+/// [`stats`] with sub-circuit calls expanded gate by gate, as in a Bristol
+/// Fashion file (the compiled programs may have folded a few gates more).
+pub fn stats_expanded<C: Generator>(c: &C) -> GenStats {
+    count(c, true)
+}
+
+fn count<C: Generator>(c: &C, expand: bool) -> GenStats {
     let mut k = Counter::new();
+    k.expand = expand;
     let g = k.inputs(c.garbler_input_bits());
     let e = k.inputs(c.evaluator_input_bits());
     let out = c.generate(&mut k, &g, &e);
@@ -676,6 +830,8 @@ pub fn stats<C: Generator>(c: &C) -> GenStats {
     by_kind[0] = k.xor;
     by_kind[1] = k.and;
     by_kind[2] = k.inv;
+    by_kind[3] = k.eq;
+    by_kind[4] = k.eqw;
     let mut h = Sha256::new();
     h.update(b"ccbench-garble-generator-v1");
     h.update(c.name().as_bytes());
@@ -686,6 +842,8 @@ pub fn stats<C: Generator>(c: &C) -> GenStats {
         k.xor,
         k.and,
         k.inv,
+        k.eq,
+        k.eqw,
         k.mix(),
     ] {
         h.update(v.to_le_bytes());
@@ -699,7 +857,7 @@ pub fn stats<C: Generator>(c: &C) -> GenStats {
     }
     GenStats {
         stats: Stats {
-            gates: k.xor + k.and + k.inv,
+            gates: k.xor + k.and + k.inv + k.eq + k.eqw,
             wires: k.wires(),
             by_kind,
             and_depth: k.and_depth,

@@ -34,7 +34,7 @@ use std::time::Instant;
 use crate::channel::{Channel, ChannelError};
 use crate::circuit::{GateKind, InputLengthError, Party, bits_from_bytes, bytes_from_bits};
 use crate::gc::{CHUNK_BYTES, TABLE_BYTES};
-use crate::generator::{self, Gen, GenStats, Generator, W, Word};
+use crate::generator::{self, Gen, GenStats, Generator, Sub, W, Word};
 use crate::hash::{Block, Hasher, Prg};
 use crate::ot::{IknpReceiver, IknpSender};
 use crate::session::{
@@ -69,6 +69,7 @@ pub struct StreamGarbler<'a, E> {
     sink: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
     err: Option<E>,
     fused: bool,
+    scratch: Vec<Block>,
 }
 
 impl<'a, E> StreamGarbler<'a, E> {
@@ -89,6 +90,7 @@ impl<'a, E> StreamGarbler<'a, E> {
             sink,
             err: None,
             fused: hasher.fused(),
+            scratch: Vec::new(),
         }
     }
 
@@ -148,6 +150,42 @@ impl<E> Gen for StreamGarbler<'_, E> {
         put(&mut t[16..], te);
         wg0 ^ we0
     }
+
+    fn call<F>(&mut self, sub: &Sub, a: &[W<Block>], b: &[W<Block>], _f: F) -> Word<Block>
+    where
+        F: FnOnce(&mut Self, &[W<Block>], &[W<Block>]) -> Word<Block>,
+    {
+        let p = sub.program();
+        if self.err.is_none() && self.fill > 0 {
+            // Keep the tables in gate order on the wire.
+            match (self.sink)(&self.buf[..self.fill]) {
+                Ok(()) => self.fill = 0,
+                Err(e) => self.err = Some(e),
+            }
+        }
+        if self.err.is_some() {
+            return vec![W::V(Block::ZERO); sub.output_bits()];
+        }
+        let delta = self.delta;
+        // A constant's zero label: 0 for 0, R for 1 (its active label is 0).
+        let label = |w: &W<Block>| match *w {
+            W::C(v) => delta.select(v),
+            W::V(l) => l,
+        };
+        let l = &mut self.scratch;
+        l.clear();
+        l.resize(p.label_capacity(), Block::ZERO);
+        for (&s, w) in p.garbler_inputs.iter().zip(a) {
+            l[s as usize] = label(w);
+        }
+        for (&s, w) in p.evaluator_inputs.iter().zip(b) {
+            l[s as usize] = label(w);
+        }
+        if let Err(e) = crate::gc::garble(p, self.hasher, delta, l, &mut self.counter, self.sink) {
+            self.err = Some(e);
+        }
+        p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
+    }
 }
 
 /// Evaluates gates as they are emitted: wires are active labels; tables
@@ -166,6 +204,7 @@ pub struct StreamEvaluator<'a, E> {
     err: Option<E>,
     overrun: bool,
     fused: bool,
+    scratch: Vec<Block>,
 }
 
 /// The generator asked for more AND tables than announced.
@@ -193,6 +232,7 @@ impl<'a, E> StreamEvaluator<'a, E> {
             err: None,
             overrun: false,
             fused: hasher.fused(),
+            scratch: Vec::new(),
         }
     }
 
@@ -254,6 +294,57 @@ impl<E> Gen for StreamEvaluator<'_, E> {
         let wg = h[0] ^ tg.select(wa.lsb());
         let we = h[1] ^ (te ^ wa).select(wb.lsb());
         wg ^ we
+    }
+
+    fn call<F>(&mut self, sub: &Sub, a: &[W<Block>], b: &[W<Block>], _f: F) -> Word<Block>
+    where
+        F: FnOnce(&mut Self, &[W<Block>], &[W<Block>]) -> Word<Block>,
+    {
+        let p = sub.program();
+        let need = p.and_gates() * TABLE_BYTES as u64;
+        let buffered = (self.avail - self.pos) as u64;
+        if need > buffered + self.remaining {
+            self.overrun = true;
+        }
+        if self.err.is_some() || self.overrun {
+            return vec![W::V(Block::ZERO); sub.output_bits()];
+        }
+        let l = &mut self.scratch;
+        l.clear();
+        l.resize(p.label_capacity(), Block::ZERO);
+        // A constant's active label is 0 (see the garbler).
+        let label = |w: &W<Block>| match *w {
+            W::C(_) => Block::ZERO,
+            W::V(l) => l,
+        };
+        for (&s, w) in p.garbler_inputs.iter().zip(a) {
+            l[s as usize] = label(w);
+        }
+        for (&s, w) in p.evaluator_inputs.iter().zip(b) {
+            l[s as usize] = label(w);
+        }
+        // Tables: what is buffered first, then the source.
+        let (buf, pos, avail, remaining, source) = (
+            &self.buf,
+            &mut self.pos,
+            self.avail,
+            &mut self.remaining,
+            &mut self.source,
+        );
+        let mut src = |out: &mut [u8]| {
+            let t = (avail - *pos).min(out.len());
+            out[..t].copy_from_slice(&buf[*pos..*pos + t]);
+            *pos += t;
+            if t < out.len() {
+                source(&mut out[t..])?;
+                *remaining -= (out.len() - t) as u64;
+            }
+            Ok(())
+        };
+        if let Err(e) = crate::gc::evaluate(p, self.hasher, l, &mut self.counter, &mut src) {
+            self.err = Some(e);
+        }
+        p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
     }
 }
 
@@ -573,7 +664,7 @@ impl<Wr: Write> Gen for BristolGen<Wr> {
 /// is copied (`EQW`, or `EQ` for a constant) to the last wires, as the
 /// format requires. Returns the bytes written and the statistics.
 pub fn write_bristol<G: Generator, Wr: Write>(c: &G, w: Wr) -> io::Result<(u64, GenStats)> {
-    let stats = generator::stats(c);
+    let stats = generator::stats_expanded(c);
     let nout = c.output_bits() as u64;
     let gates = stats.stats.gates + nout;
     let wires = stats.stats.wires + nout;

@@ -18,7 +18,9 @@
 //! The AND counts per operation are pinned by the tests and listed in
 //! `docs/ed25519-2pc.md`.
 
-use crate::generator::{Gen, W, Word, const_bytes};
+use std::sync::OnceLock;
+
+use crate::generator::{Gen, Sub, W, Word, const_bytes};
 
 /// Bits of a field element.
 pub const BITS: usize = 256;
@@ -90,16 +92,42 @@ pub fn sub<G: Gen>(g: &mut G, a: &[W<G::L>], b: &[W<G::L>]) -> Word<G::L> {
     g.sub(&d, &thirty_eight(bo2))
 }
 
-/// `a * b (mod p)`.
-pub fn mul<G: Gen>(g: &mut G, a: &[W<G::L>], b: &[W<G::L>]) -> Word<G::L> {
+fn mul_gates<G: Gen>(g: &mut G, a: &[W<G::L>], b: &[W<G::L>]) -> Word<G::L> {
     let x = g.mul(a, b);
     reduce_product(g, &x)
 }
 
-/// `a^2 (mod p)`.
-pub fn square<G: Gen>(g: &mut G, a: &[W<G::L>]) -> Word<G::L> {
+fn square_gates<G: Gen>(g: &mut G, a: &[W<G::L>]) -> Word<G::L> {
     let x = g.square(a);
     reduce_product(g, &x)
+}
+
+/// The multiplication as a sub-circuit (compiled once per process).
+pub fn mul_sub() -> &'static Sub {
+    static S: OnceLock<Sub> = OnceLock::new();
+    S.get_or_init(|| {
+        Sub::compile("fe-mul", BITS, BITS, |g, a, b| mul_gates(g, a, b))
+            .unwrap_or_else(|e| unreachable!("the builder's circuits are well formed: {e}"))
+    })
+}
+
+/// The squaring as a sub-circuit (compiled once per process).
+pub fn square_sub() -> &'static Sub {
+    static S: OnceLock<Sub> = OnceLock::new();
+    S.get_or_init(|| {
+        Sub::compile("fe-square", BITS, 0, |g, a, _| square_gates(g, a))
+            .unwrap_or_else(|e| unreachable!("the builder's circuits are well formed: {e}"))
+    })
+}
+
+/// `a * b (mod p)` (a [`Sub`] call).
+pub fn mul<G: Gen>(g: &mut G, a: &[W<G::L>], b: &[W<G::L>]) -> Word<G::L> {
+    g.call(mul_sub(), a, b, |g, a, b| mul_gates(g, a, b))
+}
+
+/// `a^2 (mod p)` (a [`Sub`] call).
+pub fn square<G: Gen>(g: &mut G, a: &[W<G::L>]) -> Word<G::L> {
+    g.call(square_sub(), a, &[], |g, a, _| square_gates(g, a))
 }
 
 /// `a^(2^n)`.
@@ -215,6 +243,7 @@ mod tests {
     #[test]
     fn and_counts() {
         let mut k = Counter::new();
+        k.expand = true;
         let (a, b) = (k.inputs(256), k.inputs(256));
         let before = k.and;
         let _ = mul(&mut k, &a, &b);
@@ -229,6 +258,9 @@ mod tests {
         let _ = sub(&mut k, &a, &b);
         let sb = k.and - before;
         eprintln!("field mul {m}, square {s}, add {ad}, sub {sb}");
+        // The compiled programs have exactly the expanded AND gates.
+        assert_eq!(mul_sub().program().and_gates(), m);
+        assert_eq!(square_sub().program().and_gates(), s);
         assert!(m < 60_000, "mul {m}");
         assert!(s < 40_000, "square {s}");
     }

@@ -63,11 +63,16 @@ impl Window {
         let n = entries.len();
         let words = n.div_ceil(64);
         let mut cols = vec![0u64; 768 * words];
-        for (j, e) in entries.iter().enumerate() {
+        // Transpose 64 entries at a time, branch-free.
+        for (wi, group) in entries.chunks(64).enumerate() {
             for k in 0..3 {
-                for bit in 0..256 {
-                    if (e[k][bit / 8] >> (bit % 8)) & 1 == 1 {
-                        cols[(k * 256 + bit) * words + j / 64] |= 1 << (j % 64);
+                for byte in 0..32 {
+                    for bit in 0..8 {
+                        let mut word = 0u64;
+                        for (t, e) in group.iter().enumerate() {
+                            word |= u64::from((e[k][byte] >> bit) & 1) << t;
+                        }
+                        cols[(k * 256 + byte * 8 + bit) * words + wi] = word;
                     }
                 }
             }
