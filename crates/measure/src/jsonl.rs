@@ -174,6 +174,7 @@ mod tests {
             "native",
             params! {"size_bytes" => 256, "alg" => "aes"},
             Body::Check(Check {
+                subject: crate::record::CheckSubject::Run,
                 name: "c".into(),
                 verdict: Verdict::Pass,
                 message: msg.into(),
@@ -240,6 +241,7 @@ mod tests {
             "b",
             params! {"x" => f64::NAN},
             Body::Check(Check {
+                subject: crate::record::CheckSubject::Run,
                 name: "c".into(),
                 verdict: Verdict::Warn,
                 message: String::new(),

@@ -59,8 +59,9 @@ pub struct Samples {
     pub iters_per_sample: u64,
     /// Per-iteration time of each sample, in ns.
     pub per_iter_ns: Vec<f64>,
-    /// Per-iteration harness overhead at this batch size, in ns.
-    pub overhead_ns: f64,
+    /// Per-iteration harness overhead at this batch size, in ns; `None` when the workload
+    /// timed itself ([`try_sample_custom`]) and the harness's own cost is not in the figure.
+    pub overhead_ns: Option<f64>,
 }
 
 impl Samples {
@@ -73,7 +74,7 @@ impl Samples {
         Samples {
             iters_per_sample: self.iters_per_sample.saturating_mul(n),
             per_iter_ns: self.per_iter_ns.into_iter().map(|x| x / k).collect(),
-            overhead_ns: self.overhead_ns / k,
+            overhead_ns: self.overhead_ns.map(|o| o / k),
         }
     }
 
@@ -142,12 +143,38 @@ pub fn try_sample<T, E, F: FnMut() -> Result<T, E>>(
     cfg: &SamplerConfig,
     mut f: F,
 ) -> Result<Samples, E> {
-    // Warm up in doubling batches; the last batches give the per-iteration estimate.
+    sample_batches(
+        cfg,
+        |iters| try_run_batch(&mut f, iters),
+        |iters| Some(harness_overhead_ns(iters)),
+    )
+}
+
+/// Measures work that must time itself (criterion's `iter_custom`): `f(iters)` performs
+/// `iters` iterations and returns the time they took, as the workload measured it (inside
+/// an enclave, say, where only the service knows when its step began). The harness still
+/// owns warm-up, batch sizing and the number of samples; the records carry no harness
+/// overhead, because the harness's loop is not inside the timing.
+pub fn try_sample_custom<E, F: FnMut(u64) -> Result<Duration, E>>(
+    cfg: &SamplerConfig,
+    f: F,
+) -> Result<Samples, E> {
+    sample_batches(cfg, f, |_| None)
+}
+
+/// The one sampling loop: warm up in doubling batches until `cfg.warmup` has passed, size
+/// a batch to `cfg.sample_time` from the last warm-up batch, then take samples until
+/// `cfg.samples` (or `cfg.max_time` once `cfg.min_samples` are in).
+fn sample_batches<E>(
+    cfg: &SamplerConfig,
+    mut batch: impl FnMut(u64) -> Result<Duration, E>,
+    overhead: impl FnOnce(u64) -> Option<f64>,
+) -> Result<Samples, E> {
     let warm_start = Instant::now();
     let mut iters = 1u64;
     let mut est_ns;
     loop {
-        let d = try_run_batch(&mut f, iters)?;
+        let d = batch(iters)?;
         est_ns = d.as_nanos() as f64 / iters as f64;
         if warm_start.elapsed() >= cfg.warmup {
             break;
@@ -158,7 +185,7 @@ pub fn try_sample<T, E, F: FnMut() -> Result<T, E>>(
     }
     let target_ns = cfg.sample_time.as_nanos() as f64;
     let iters_per_sample = (target_ns / est_ns.max(0.1)).clamp(1.0, 1e12) as u64;
-    let overhead_ns = harness_overhead_ns(iters_per_sample);
+    let overhead_ns = overhead(iters_per_sample);
 
     let min_samples = cfg.min_samples.clamp(1, cfg.samples.max(1));
     let mut per_iter_ns = Vec::with_capacity(cfg.samples);
@@ -167,7 +194,7 @@ pub fn try_sample<T, E, F: FnMut() -> Result<T, E>>(
         if per_iter_ns.len() >= min_samples && measure_start.elapsed() >= cfg.max_time {
             break;
         }
-        let d = try_run_batch(&mut f, iters_per_sample)?;
+        let d = batch(iters_per_sample)?;
         per_iter_ns.push(d.as_nanos() as f64 / iters_per_sample as f64);
     }
     Ok(Samples {
@@ -196,12 +223,12 @@ mod tests {
         let s = Samples {
             iters_per_sample: 3,
             per_iter_ns: vec![100.0, 250.0],
-            overhead_ns: 1.0,
+            overhead_ns: Some(1.0),
         }
         .per_op(50);
         assert_eq!(s.iters_per_sample, 150);
         assert_eq!(s.per_iter_ns, vec![2.0, 5.0]);
-        assert_eq!(s.overhead_ns, 0.02);
+        assert_eq!(s.overhead_ns, Some(0.02));
     }
 
     #[test]
@@ -245,7 +272,7 @@ mod tests {
         let s = Samples {
             iters_per_sample: 4,
             per_iter_ns: vec![100.0, 200.0, 300.0],
-            overhead_ns: 0.5,
+            overhead_ns: Some(0.5),
         };
         let m = s.into_measurement("op", Some(1000)).unwrap();
         assert_eq!(m.summary.median_ns, 200.0);

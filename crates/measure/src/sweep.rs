@@ -10,12 +10,7 @@ use std::time::{Duration, Instant};
 use crate::record::{DurationPass, ScalingMode, ScalingPoint};
 use crate::stats::median;
 
-/// Logical cores available to this process.
-pub fn available_cores() -> u64 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u64)
-        .unwrap_or(1)
-}
+pub use crate::env::available_cores;
 
 /// Operations per second: `ops_total` operations finished in `wall_ns` of wall time.
 pub fn throughput(ops_total: u64, wall_ns: f64) -> f64 {

@@ -124,6 +124,7 @@ fn all_kinds() -> Vec<Record> {
             "native",
             p(),
             Body::Check(Check {
+                subject: measure::record::CheckSubject::Run,
                 name: "c".into(),
                 verdict: Verdict::Fail,
                 message: "m".into(),
@@ -170,7 +171,7 @@ fn a_sample_set_becomes_a_valid_measurement_even_with_one_sample() {
     let s = Samples {
         iters_per_sample: 1,
         per_iter_ns: vec![42.0],
-        overhead_ns: 0.0,
+        overhead_ns: None,
     };
     let r = Record::new(
         "s",

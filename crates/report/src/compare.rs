@@ -428,7 +428,7 @@ mod tests {
                 iters_per_sample: 100,
                 samples_ns: s,
                 summary,
-                overhead_ns: 0.5,
+                overhead_ns: Some(0.5),
                 ops_per_s: ops,
                 bytes_per_op: None,
                 bytes_per_s: None,

@@ -487,7 +487,10 @@ pub(crate) fn measurement_table(ms: &[(&Record, &Measurement)]) -> Table {
         if with_bytes {
             row.push(m.bytes_per_s.map(units::bytes_rate).unwrap_or_default());
         }
-        row.push(units::duration_ns(m.overhead_ns));
+        row.push(
+            m.overhead_ns
+                .map_or_else(|| "—".to_owned(), units::duration_ns),
+        );
         t.push(row);
     }
     t

@@ -39,7 +39,7 @@ fn known_measurement() -> Record {
             iters_per_sample: 10,
             samples_ns: vec![1200.0, 1234.0, 1300.0],
             summary,
-            overhead_ns: 0.9,
+            overhead_ns: Some(0.9),
             ops_per_s: 810_372.771,
             bytes_per_op: Some(256),
             bytes_per_s: Some(207_455_429.0),

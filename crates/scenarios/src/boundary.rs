@@ -55,14 +55,11 @@ impl Config {
     }
 
     /// Parameters every record of this configuration carries: the worker count for
-    /// switchless runs and the transition-cost model when one is active.
-    pub fn params(&self, ctx: &Context<'_>) -> Params {
+    /// switchless runs (the context adds the run's transition-cost model).
+    pub fn params(&self) -> Params {
         let mut p = Params::new();
         if self.workers > 0 {
             p.insert("workers".into(), Value::from(self.workers));
-        }
-        if let Some(m) = &ctx.options.transition_model {
-            p.insert("transition_model".into(), Value::from(m.name()));
         }
         p
     }
@@ -167,7 +164,7 @@ pub fn emit_trace(
     ctx.emit(
         scenario,
         config.label(),
-        config.params(ctx),
+        config.params(),
         Body::Table(table),
     )?;
     for c in trace.calls.iter().filter(|c| c.timed > 0) {
@@ -179,7 +176,7 @@ pub fn emit_trace(
         ctx.emit(
             scenario,
             config.label(),
-            config.params(ctx),
+            config.params(),
             Body::Histogram(histogram(&label, c)),
         )?;
     }
@@ -258,7 +255,7 @@ pub fn emit_advice(
     ctx.emit(
         scenario,
         config.label(),
-        config.params(ctx),
+        config.params(),
         Body::Table(table),
     )?;
     Ok(advice)

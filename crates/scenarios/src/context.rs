@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use enclave::TransitionModel;
-use measure::record::{Body, Params, Record, ScalingMode};
+use measure::record::{Body, Params, Record, ScalingMode, Value};
 use measure::sampler::{SamplerConfig, Samples};
 
 use crate::ScenarioError;
@@ -153,14 +153,25 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Emits a record.
+    /// The parameters every record of this run carries, whatever the scenario: today the
+    /// transition-cost model's name (`transition_model`), when one is active.
+    pub fn common_params(&self) -> Params {
+        let mut p = Params::new();
+        if let Some(m) = &self.options.transition_model {
+            p.insert("transition_model".into(), Value::from(m.name()));
+        }
+        p
+    }
+
+    /// Emits a record, with the run's [common parameters](Self::common_params) added.
     pub fn emit(
         &self,
         scenario: &str,
         backend: &str,
-        params: Params,
+        mut params: Params,
         body: Body,
     ) -> Result<(), ScenarioError> {
+        params.extend(self.common_params());
         self.emit
             .emit(&Record::new(scenario, backend, params, body))
     }

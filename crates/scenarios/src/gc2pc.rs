@@ -386,7 +386,7 @@ impl Gc2pc {
                     let s = Samples {
                         iters_per_sample: gates as u64,
                         per_iter_ns: v,
-                        overhead_ns: 0.0,
+                        overhead_ns: None,
                     };
                     let p = params! {"gate" => gate_name(kind), "hash" => hash_name(hash)};
                     let median = ctx.emit_samples(NAME, "gc", p, &format!("{op}-gate"), s, None)?;
@@ -446,7 +446,7 @@ impl Gc2pc {
         let s = Samples {
             iters_per_sample: reps as u64,
             per_iter_ns: per_eval,
-            overhead_ns: 0.0,
+            overhead_ns: None,
         };
         let garble_only = ctx.emit_samples(NAME, "gc", p(), "garble", s, None)?;
         ctx.progress().advance(1);
@@ -467,7 +467,7 @@ impl Gc2pc {
         let s = Samples {
             iters_per_sample: 1,
             per_iter_ns: totals,
-            overhead_ns: 0.0,
+            overhead_ns: None,
         };
         let single = ctx.emit_samples(NAME, "2pc", p(), "session", s, None)?;
         let min = costs.garble_ns(&stats) * plan.sessions as f64;
@@ -500,7 +500,7 @@ impl Gc2pc {
         let s = Samples {
             iters_per_sample: evals,
             per_iter_ns: per_eval,
-            overhead_ns: 0.0,
+            overhead_ns: None,
         };
         let mut bp = p();
         bp.insert("evaluations".into(), evals.into());
@@ -691,6 +691,7 @@ impl Scenario for Gc2pc {
             "2pc",
             params! {},
             Body::Check(Check {
+                subject: measure::record::CheckSubject::Run,
                 name: "wire-bytes-per-and".into(),
                 verdict,
                 message,

@@ -4,6 +4,7 @@
 //! never prints.
 
 pub mod boundary;
+pub mod codec;
 pub mod context;
 pub mod crypto;
 pub mod dptree;
@@ -13,6 +14,7 @@ pub mod transitions;
 pub mod txpipeline;
 pub mod x509;
 
+pub use codec::{Decode, Encode};
 pub use context::{Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection};
 /// The transition-cost model the enclave scenarios accept (`--transition-cycles`).
 pub use enclave::TransitionModel;
@@ -35,23 +37,44 @@ pub enum ScenarioError {
     /// An option value the scenario cannot use.
     #[error("invalid option: {0}")]
     Option(String),
-    /// A step of the workload failed.
-    #[error("{step}: {message}")]
+    /// A step of the workload failed; `source` is the error it failed with.
+    #[error("{step}: {source}")]
     Step {
         /// The step that failed.
         step: String,
-        /// What went wrong.
-        message: String,
+        /// What went wrong, with its own cause chain.
+        #[source]
+        source: BoxError,
     },
 }
 
+/// Any error, kept with its type and cause chain.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 impl ScenarioError {
-    /// A failed workload step.
+    /// A failed workload step, for a failure that has no error value of its own (a check
+    /// on returned data): `message` becomes the source.
     pub fn step(step: impl Into<String>, message: impl std::fmt::Display) -> Self {
         ScenarioError::Step {
             step: step.into(),
-            message: message.to_string(),
+            source: message.to_string().into(),
         }
+    }
+}
+
+/// Names the step an error happened in: `enclave.ecall(..).at("verify chain")?` turns any
+/// error into [`ScenarioError::Step`] and keeps it as the source.
+pub trait At<T> {
+    /// The error of `self`, if any, as a failure of `step`.
+    fn at(self, step: &str) -> Result<T, ScenarioError>;
+}
+
+impl<T, E: Into<BoxError>> At<T> for Result<T, E> {
+    fn at(self, step: &str) -> Result<T, ScenarioError> {
+        self.map_err(|e| ScenarioError::Step {
+            step: step.to_owned(),
+            source: e.into(),
+        })
     }
 }
 

@@ -90,7 +90,7 @@ impl Scenario for SealingScenario {
             };
             let e = boundary::start(b, &registry)?;
             for &size in sizes {
-                let mut p = config.params(ctx);
+                let mut p = config.params();
                 p.insert("size_bytes".into(), size.into());
                 let plain = vec![0x3cu8; size];
 

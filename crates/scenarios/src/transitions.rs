@@ -186,7 +186,7 @@ impl TransitionsScenario {
         let e = boundary::start(builder, &registry)?;
         let cfg = ctx.options.sampler();
         let emit = |name: &str, extra: &[(&str, Value)], s: Samples, bytes: Option<u64>| {
-            let mut p = config.params(ctx);
+            let mut p = config.params();
             for (k, v) in extra {
                 p.insert((*k).to_owned(), v.clone());
             }
@@ -311,8 +311,9 @@ impl TransitionsScenario {
         ctx.emit(
             NAME,
             config.label(),
-            config.params(ctx),
+            config.params(),
             Body::Check(Check {
+                subject: measure::record::CheckSubject::Run,
                 name: "switchless-hits".into(),
                 verdict,
                 message,
@@ -413,10 +414,7 @@ impl Scenario for TransitionsScenario {
         for config in &configs {
             headlines.push(self.measure(ctx, config, &path)?);
         }
-        let params = match &ctx.options.transition_model {
-            Some(m) => measure::params! {"transition_model" => m.name()},
-            None => measure::params! {},
-        };
+        let params = measure::params! {};
         ctx.emit(NAME, "all", params, Body::Table(table(&headlines)))
     }
 }

@@ -648,8 +648,8 @@ struct Sweep {
 pub struct X509;
 
 impl X509 {
-    fn params(&self, ctx: &Context<'_>, cfg: &X509Config, chain: &Chain) -> Params {
-        let mut p = cfg.config.params(ctx);
+    fn params(&self, cfg: &X509Config, chain: &Chain) -> Params {
+        let mut p = cfg.config.params();
         p.insert("key".into(), Value::from(chain.key.name()));
         p.insert("allocator".into(), Value::from(cfg.allocator.name()));
         if let Allocator::SingleLock(n) = cfg.allocator {
@@ -672,7 +672,7 @@ impl X509 {
         let e = start(ctx.options.transition_model.clone(), cfg, tcs, chain)?;
         // The chain must verify before it is timed: a failure is an error, not a zero.
         verify(&e).map_err(boundary::call_failed("verifying the chain once"))?;
-        let params = self.params(ctx, cfg, chain);
+        let params = self.params(cfg, chain);
         let sandbox = cfg.config.backend == Backend::Sandbox;
         let pass = |t: usize, d: Duration| {
             measure::sweep::fixed_duration("verify", t, d, |_, deadline| {
@@ -1032,6 +1032,7 @@ fn checks(
                 (Some(a), Some(b)) => {
                     let r = b.ops_per_s / a.ops_per_s.max(f64::MIN_POSITIVE);
                     Check {
+                        subject: measure::record::CheckSubject::Run,
                         name: "native-scales".into(),
                         verdict: verdict(r >= 1.7),
                         message: format!(
@@ -1059,6 +1060,7 @@ fn checks(
                 .min_by(|a, b| (a.1 - 1.0).abs().total_cmp(&(b.1 - 1.0).abs()).reverse());
             let check = match worst {
                 Some((t, r)) => Check {
+                    subject: measure::record::CheckSubject::Run,
                     name: "sandbox-system-near-native".into(),
                     verdict: verdict((r - 1.0).abs() <= 0.15),
                     message: format!(
@@ -1086,6 +1088,7 @@ fn checks(
                     let base = native.and_then(per_thread_ratio).map(|x| x.2);
                     let ok = r <= 0.85 && base.is_none_or(|n| r <= n - 0.10) && free >= 1.7;
                     Check {
+                        subject: measure::record::CheckSubject::Run,
                         name: "single-lock-per-thread-falls".into(),
                         verdict: verdict(ok),
                         message: format!(
@@ -1111,6 +1114,7 @@ fn checks(
 
 fn not_measured(name: &str) -> Check {
     Check {
+        subject: measure::record::CheckSubject::Run,
         name: name.into(),
         verdict: Verdict::Warn,
         message: "not measured: the sweep lacks 1 or 2 threads".into(),
@@ -1165,10 +1169,7 @@ impl Scenario for X509 {
             }
             headroom.push((chain.key, [before, two_thread_headroom(spin)]));
         }
-        let all = match &ctx.options.transition_model {
-            Some(m) => measure::params! {"transition_model" => m.name()},
-            None => measure::params! {},
-        };
+        let all = measure::params! {};
         ctx.emit(NAME, "all", all.clone(), Body::Table(chain_table(&chains)))?;
         let mut cmp = comparison_table(&sweeps);
         let cores = measure::sweep::available_cores();

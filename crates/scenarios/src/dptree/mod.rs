@@ -213,7 +213,7 @@ impl DpTree {
         client: Client<'_>,
         batch: usize,
     ) -> Result<Outcome, ScenarioError> {
-        let mut params = config.params(ctx);
+        let mut params = config.params();
         params.insert("batch".into(), Value::from(batch));
         let input = service::encode_values(&vec![1.0; batch]);
         let what = format!("{}, batch {batch}", config.label());
@@ -322,6 +322,7 @@ fn us_per_add(p: &ScalingPoint) -> f64 {
 
 fn check(name: &str, verdict: Verdict, message: String) -> Body {
     Body::Check(Check {
+        subject: measure::record::CheckSubject::Run,
         name: name.into(),
         verdict,
         message,
@@ -594,16 +595,10 @@ impl Scenario for DpTree {
                 }
             }
         }
-        for (backend, mut params, body) in checks(&outcomes) {
-            if let Some(m) = &ctx.options.transition_model {
-                params.insert("transition_model".into(), Value::from(m.name()));
-            }
+        for (backend, params, body) in checks(&outcomes) {
             ctx.emit(NAME, &backend, params, body)?;
         }
-        let params = match &ctx.options.transition_model {
-            Some(m) => measure::params! {"transition_model" => m.name()},
-            None => Params::new(),
-        };
+        let params = measure::params! {};
         ctx.emit(
             NAME,
             "all",

@@ -41,12 +41,12 @@ use hpke::kdf::HkdfSha256;
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, OpModeS, Serializable};
 use measure::record::{Body, Check, Params, Record, Table, Value, Verdict};
-use measure::sampler::{SamplerConfig, Samples, harness_overhead_ns, sample, try_sample};
+use measure::sampler::{SamplerConfig, Samples, sample, try_sample, try_sample_custom};
 use measure::stages::Stages;
 use parity_scale_codec::{Decode, DecodeAll, Encode};
 
 use crate::boundary::{self, Config};
-use crate::{Context, Scenario, ScenarioError};
+use crate::{At, Context, Scenario, ScenarioError};
 
 use proto::{
     AccountId, CALL_WORKER, Era, Extrinsic, Payload, SetupRequest, StepRequest, WORKER_PALLET,
@@ -469,6 +469,7 @@ pub fn consistency(columns: &[Column], alone_ns: &BTreeMap<Step, f64>, tolerance
     }
     if violations.is_empty() {
         Check {
+            subject: measure::record::CheckSubject::Run,
             name: "consistency".into(),
             verdict: Verdict::Pass,
             message: format!(
@@ -479,6 +480,7 @@ pub fn consistency(columns: &[Column], alone_ns: &BTreeMap<Step, f64>, tolerance
         }
     } else {
         Check {
+            subject: measure::record::CheckSubject::Run,
             name: "consistency".into(),
             verdict: Verdict::Fail,
             message: violations.join("; "),
@@ -672,9 +674,9 @@ fn step_err(what: &'static str) -> impl Fn(TxError) -> ScenarioError {
     move |e| ScenarioError::step(what, e)
 }
 
-/// Transactions of one configuration: warm-up, then samples of enough transactions to fill
-/// the sample time, each sample the mean host-timed cost per transaction. Returns the
-/// samples and the stage sums over the measured transactions.
+/// Transactions of one configuration, sampled by the harness ([`try_sample_custom`]): each
+/// sample is the mean host-timed cost per transaction of a batch. Returns the samples and
+/// the stage sums over the transactions of the measured batches (not the warm-up).
 fn measure_config(
     ctx: &Context<'_>,
     cfg: &SamplerConfig,
@@ -682,31 +684,14 @@ fn measure_config(
     client: &mut Client,
     config: ConfigId,
 ) -> Result<(Samples, BTreeMap<Step, f64>, u64), ScenarioError> {
-    let what = "transaction";
-    let warm = Instant::now();
-    let mut warm_n = 0u64;
-    let mut warm_ns = 0u64;
-    while warm_n < 2 || warm.elapsed() < cfg.warmup {
-        ctx.check_cancel()?;
-        let d = client.transact(e, config).map_err(step_err(what))?;
-        warm_n += 1;
-        warm_ns += d.timed_ns;
-    }
-    let est = warm_ns as f64 / warm_n as f64;
-    let per_sample = (cfg.sample_time.as_nanos() as f64 / est.max(1.0)).clamp(1.0, 1e6) as u64;
-    let mut per_iter_ns = Vec::with_capacity(cfg.samples);
-    let mut sums: BTreeMap<Step, f64> = BTreeMap::new();
-    let mut runs = 0u64;
-    let min_samples = cfg.min_samples.clamp(1, cfg.samples.max(1));
-    let start = Instant::now();
-    while per_iter_ns.len() < cfg.samples.max(1) {
-        if per_iter_ns.len() >= min_samples && start.elapsed() >= cfg.max_time {
-            break;
-        }
+    // Stage sums of every batch, in order: the measured batches are the last ones.
+    let mut batches: Vec<(BTreeMap<Step, f64>, u64)> = Vec::new();
+    let samples = try_sample_custom(cfg, |iters| {
         ctx.check_cancel()?;
         let mut total = 0u64;
-        for _ in 0..per_sample {
-            let d = client.transact(e, config).map_err(step_err(what))?;
+        let mut sums: BTreeMap<Step, f64> = BTreeMap::new();
+        for _ in 0..iters {
+            let d = client.transact(e, config).at("transaction")?;
             total += d.timed_ns;
             let inside: u64 = d.steps.iter().map(|(_, ns)| ns).sum();
             for (s, ns) in &d.steps {
@@ -717,23 +702,23 @@ fn measure_config(
             }
             *sums.entry(Step::Ecall).or_default() +=
                 d.timed_ns.saturating_sub(inside + d.hash_ns) as f64;
-            runs += 1;
         }
-        per_iter_ns.push(total as f64 / per_sample as f64);
+        batches.push((sums, iters));
+        Ok::<_, ScenarioError>(Duration::from_nanos(total))
+    })?;
+    let measured = &batches[batches.len() - samples.per_iter_ns.len()..];
+    let mut sums: BTreeMap<Step, f64> = BTreeMap::new();
+    for (b, _) in measured {
+        for (s, ns) in b {
+            *sums.entry(*s).or_default() += ns;
+        }
     }
-    Ok((
-        Samples {
-            iters_per_sample: per_sample,
-            per_iter_ns,
-            overhead_ns: harness_overhead_ns(1),
-        },
-        sums,
-        runs,
-    ))
+    let runs = measured.iter().map(|(_, n)| n).sum();
+    Ok((samples, sums, runs))
 }
 
-/// One enclave step alone: `STEP_ALONE` with enough iterations per call to fill the sample
-/// time; each sample is the enclave's own loop time per iteration.
+/// One enclave step alone: `STEP_ALONE` runs the step `iters` times inside the enclave and
+/// returns its own loop time, which the harness samples ([`try_sample_custom`]).
 fn measure_alone(
     ctx: &Context<'_>,
     cfg: &SamplerConfig,
@@ -741,45 +726,22 @@ fn measure_alone(
     step: Step,
     tx: &TxRequest,
 ) -> Result<Samples, ScenarioError> {
-    let what = "step alone";
-    let run = |iters: u32| -> Result<u64, ScenarioError> {
-        let req = StepRequest {
-            step,
-            iters,
-            tx: tx.clone(),
-        };
-        call::<u64>(e, ecall::STEP_ALONE, &req.encode(), "step alone").map_err(step_err(what))
-    };
-    // Warm-up, and the estimate of one iteration.
-    let warm = Instant::now();
-    let mut iters = 1u32;
-    let mut est;
-    loop {
+    try_sample_custom(cfg, |iters| {
         ctx.check_cancel()?;
-        let ns = run(iters)?;
-        est = ns as f64 / f64::from(iters);
-        if warm.elapsed() >= cfg.warmup {
-            break;
+        let mut ns = 0u64;
+        let mut left = iters;
+        while left > 0 {
+            let n = u32::try_from(left).unwrap_or(u32::MAX);
+            let req = StepRequest {
+                step,
+                iters: n,
+                tx: tx.clone(),
+            };
+            ns +=
+                call::<u64>(e, ecall::STEP_ALONE, &req.encode(), "step alone").at("step alone")?;
+            left -= u64::from(n);
         }
-        if (ns as f64) < cfg.warmup.as_nanos() as f64 / 4.0 {
-            iters = iters.saturating_mul(2).min(1 << 20);
-        }
-    }
-    let per_sample = (cfg.sample_time.as_nanos() as f64 / est.max(1.0)).clamp(1.0, 1e6) as u32;
-    let mut per_iter_ns = Vec::with_capacity(cfg.samples);
-    let min_samples = cfg.min_samples.clamp(1, cfg.samples.max(1));
-    let start = Instant::now();
-    while per_iter_ns.len() < cfg.samples.max(1) {
-        if per_iter_ns.len() >= min_samples && start.elapsed() >= cfg.max_time {
-            break;
-        }
-        ctx.check_cancel()?;
-        per_iter_ns.push(run(per_sample)? as f64 / f64::from(per_sample));
-    }
-    Ok(Samples {
-        iters_per_sample: u64::from(per_sample),
-        per_iter_ns,
-        overhead_ns: 0.0,
+        Ok::<_, ScenarioError>(Duration::from_nanos(ns))
     })
 }
 
@@ -825,7 +787,7 @@ impl TxPipeline {
         };
         for step in Step::ALL {
             let s = step_alone(step)?;
-            let mut p = config.params(ctx);
+            let mut p = config.params();
             p.insert("step".into(), Value::from(step.name()));
             let m = s.into_measurement("alone", None)?;
             alone.insert(step, m.summary.median_ns);
@@ -837,7 +799,7 @@ impl TxPipeline {
         // Each configuration.
         for c in ConfigId::ALL {
             let (s, sums, runs) = measure_config(ctx, &cfg, e, client, c)?;
-            let mut p = config.params(ctx);
+            let mut p = config.params();
             p.insert("config".into(), Value::from(c.name()));
             let m = s.into_measurement("tx", None)?;
             out.emit(label, p.clone(), Body::Measurement(m))?;
@@ -895,7 +857,7 @@ impl TxPipeline {
             how = "steps alone at their fastest sample, measured twice after a first violation";
         }
         check.message.push_str(&format!(" [{how}]"));
-        out.emit(label, config.params(ctx), Body::Check(check))?;
+        out.emit(label, config.params(), Body::Check(check))?;
         let largest = out.records.iter().rev().find_map(|r| match &r.body {
             Body::Stages(s)
                 if r.backend == label
@@ -912,8 +874,9 @@ impl TxPipeline {
             let rsa = Step::RsaDecrypt.label();
             out.emit(
                 label,
-                config.params(ctx),
+                config.params(),
                 Body::Check(Check {
+                    subject: measure::record::CheckSubject::Run,
                     name: "rsa-largest-step-of-full".into(),
                     verdict: if name == rsa {
                         Verdict::Pass
@@ -1017,10 +980,7 @@ impl Scenario for TxPipeline {
         }
 
         let labels: Vec<&str> = backends.iter().map(|b| b.label()).collect();
-        let all = match &ctx.options.transition_model {
-            Some(m) => measure::params! {"transition_model" => m.name()},
-            None => measure::params! {},
-        };
+        let all = measure::params! {};
         let mut ablation = ablation_table(&out.records, &labels);
         ablation.notes.push(format!(
             "The worker's sealed keys and state file live in {storage}, reached by ocall."
@@ -1037,6 +997,7 @@ impl Scenario for TxPipeline {
                 "sandbox",
                 all.clone(),
                 Body::Check(Check {
+                    subject: measure::record::CheckSubject::Run,
                     name: "hpke-over-1000-tx-per-s".into(),
                     verdict: if h > 1000.0 {
                         Verdict::Pass
@@ -1053,6 +1014,7 @@ impl Scenario for TxPipeline {
                 "all",
                 all.clone(),
                 Body::Check(Check {
+                    subject: measure::record::CheckSubject::Run,
                     name: "full-sandbox-within-25%-of-native".into(),
                     verdict: if diff.abs() <= 0.25 {
                         Verdict::Pass
@@ -1151,7 +1113,7 @@ mod tests {
         let s = Samples {
             iters_per_sample: 1,
             per_iter_ns: vec![median_ns; 3],
-            overhead_ns: 0.0,
+            overhead_ns: None,
         };
         Body::Measurement(s.into_measurement(name, None).unwrap())
     }

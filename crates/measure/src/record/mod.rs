@@ -11,7 +11,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::Summary;
+pub mod env;
+pub mod summary;
+
+pub use env::{BuildInfo, Env};
+pub use summary::{Outliers, Summary};
 
 /// The schema tag written into every record.
 pub const SCHEMA: &str = "ccbench.v1";
@@ -138,6 +142,7 @@ impl Record {
             Body::Histogram(_) => "histogram",
             Body::Table(_) => "table",
             Body::Check(_) => "check",
+            Body::Cost(_) => "cost",
         }
     }
 
@@ -152,6 +157,7 @@ impl Record {
             Body::Histogram(h) => Some(&h.name),
             Body::Table(t) => Some(&t.name),
             Body::Check(c) => Some(&c.name),
+            Body::Cost(c) => Some(&c.name),
             Body::Env(_) => None,
         }
     }
@@ -162,7 +168,7 @@ impl Record {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Body {
     /// The machine and build the run happened on; written first.
-    Env(crate::env::Env),
+    Env(Env),
     /// Repeated timings of one operation.
     Measurement(Measurement),
     /// One point of a thread sweep.
@@ -179,6 +185,9 @@ pub enum Body {
     Table(Table),
     /// A self-check with its verdict.
     Check(Check),
+    /// What confidentiality costs for one headline workload: the unprotected figure and
+    /// the protected ones, with their raw samples.
+    Cost(Cost),
 }
 
 /// Repeated timings of one operation, each sample the mean of a batch of iterations.
@@ -192,8 +201,10 @@ pub struct Measurement {
     pub samples_ns: Vec<f64>,
     /// Statistics over `samples_ns`.
     pub summary: Summary,
-    /// The harness's own cost per iteration at this batch size (an empty operation), in ns.
-    pub overhead_ns: f64,
+    /// The harness's own cost per iteration at this batch size (an empty operation), in ns;
+    /// absent where the harness did not measure it (work timed by the workload itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns: Option<f64>,
     /// Operations per second at the median.
     pub ops_per_s: f64,
     /// Payload bytes processed per operation, when the operation has a size.
@@ -401,7 +412,19 @@ pub enum Verdict {
     Fail,
 }
 
-/// A self-check a scenario ran on its own results.
+/// What a check judges: this run's own measurements, or figures someone published.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckSubject {
+    /// This run's data: a `fail` means the run contradicts itself and fails the run.
+    #[default]
+    Run,
+    /// A published table fed to the same check: a `fail` is a finding about the
+    /// publication, reported as such, and never fails the run.
+    Published,
+}
+
+/// A self-check a scenario ran on its own results (or on published figures).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// What was checked.
@@ -410,4 +433,69 @@ pub struct Check {
     pub verdict: Verdict,
     /// The numbers behind it.
     pub message: String,
+    /// Whose figures were checked (absent in files: this run's).
+    #[serde(default, skip_serializing_if = "is_run")]
+    pub subject: CheckSubject,
+}
+
+fn is_run(s: &CheckSubject) -> bool {
+    *s == CheckSubject::Run
+}
+
+impl Check {
+    /// A check of this run's own data.
+    pub fn run(name: impl Into<String>, verdict: Verdict, message: impl Into<String>) -> Self {
+        Check {
+            name: name.into(),
+            verdict,
+            message: message.into(),
+            subject: CheckSubject::Run,
+        }
+    }
+
+    /// A check of published figures: its verdict is a finding about the publication.
+    pub fn published(
+        name: impl Into<String>,
+        verdict: Verdict,
+        message: impl Into<String>,
+    ) -> Self {
+        Check {
+            subject: CheckSubject::Published,
+            ..Check::run(name, verdict, message)
+        }
+    }
+
+    /// Whether this check fails the run: a `fail` on the run's own data.
+    pub fn fails_run(&self) -> bool {
+        self.verdict == Verdict::Fail && self.subject == CheckSubject::Run
+    }
+}
+
+/// One figure of a [`Cost`]: a configuration's time per operation, with its samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostFigure {
+    /// The configuration, as a reader names it (`native`, `sandbox`, `sandbox switchless`,
+    /// `2pc over loopback`).
+    pub label: String,
+    /// The `backend` of the records the figure comes from.
+    pub backend: String,
+    /// Time per operation of each sample (or run), in ns.
+    pub samples_ns: Vec<f64>,
+    /// Median of `samples_ns`.
+    pub median_ns: f64,
+}
+
+/// The answer to "what does confidentiality cost?" for one workload: the same operation
+/// without protection and behind each trust boundary. The report divides each protected
+/// median by the unprotected one and bootstraps a confidence interval from the samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// The workload (`one transaction, full pipeline`, `AES-128 block`).
+    pub name: String,
+    /// What one operation is, for the reader (`transaction`, `evaluation`, `1 KiB record`).
+    pub unit: String,
+    /// The unprotected figure.
+    pub baseline: CostFigure,
+    /// The protected figures, most typical first.
+    pub protected: Vec<CostFigure>,
 }
