@@ -496,7 +496,13 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     st.enter(Stage::Init, ch);
     let mut hdr = [0u8; 40];
     ch.recv(&mut hdr)?;
-    // Answer before checking, so that a mismatch is reported on both sides.
+    if hdr[..8] != MAGIC {
+        // Not a ccbench peer: nothing to answer.
+        return Err(SessionError::Protocol(
+            "bad magic: the peer is not a ccbench generated-circuit peer",
+        ));
+    }
+    // Answer before checking the digest, so that a mismatch is reported on both sides.
     ch.send(&header(&stats.digest))?;
     ch.flush()?;
     check_header(&stats.digest, &hdr)?;

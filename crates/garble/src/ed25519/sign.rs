@@ -330,3 +330,79 @@ mod timing {
         eprintln!("garble alone {:?} ({n} bytes)", t.elapsed());
     }
 }
+
+#[cfg(test)]
+mod counts {
+    //! AND gates per block of the signature, as garbled (printed for the docs with
+    //! `cargo test -p garble --lib -- block_counts --nocapture`).
+    use super::*;
+    use crate::ed25519::field;
+    use crate::generator::Counter;
+
+    fn ands(k: &mut Counter, f: impl FnOnce(&mut Counter)) -> u64 {
+        let before = k.and;
+        f(k);
+        k.and - before
+    }
+
+    #[test]
+    fn block_counts() {
+        let mut k = Counter::new();
+        let x = k.inputs(1024);
+        let st: sha512::State<_> = core::array::from_fn(|_| k.inputs(64));
+        let sha_block = ands(&mut k, |k| {
+            let _ = sha512::compress(k, &st, &x);
+        });
+        let sha_first = ands(&mut k, |k| {
+            let _ = sha512::compress(k, &sha512::iv(), &x);
+        });
+        let a = k.inputs(256);
+        let b = k.inputs(256);
+        let fmul = ands(&mut k, |k| {
+            let _ = field::mul(k, &a, &b);
+        });
+        let fsq = ands(&mut k, |k| {
+            let _ = field::square(k, &a);
+        });
+        let finv = ands(&mut k, |k| {
+            let _ = field::invert(k, &a);
+        });
+        let w = k.inputs(512);
+        let red = ands(&mut k, |k| {
+            let _ = scalar::reduce512(k, &w);
+        });
+        let r = k.inputs(253);
+        let kk = k.inputs(253);
+        let aa = k.inputs(255);
+        let muladd = ands(&mut k, |k| {
+            let _ = scalar::mul_add(k, &r, &kk, &aa);
+        });
+        let mut p = None;
+        let mb = ands(&mut k, |k| {
+            p = Some(point::mul_base(k, &r));
+        });
+        let enc = ands(&mut k, |k| {
+            if let Some(p) = &p {
+                let _ = point::encode(k, p);
+            }
+        });
+        let q: [Vec<_>; 3] = core::array::from_fn(|_| k.inputs(256));
+        let pt = point::Point {
+            x: k.inputs(256),
+            y: k.inputs(256),
+            z: k.inputs(256),
+            t: k.inputs(256),
+        };
+        let madd = ands(&mut k, |k| {
+            let _ = point::madd(k, &pt, &q, true);
+        });
+        let total = crate::generator::stats(&Ed25519Sign::PUBLISHED)
+            .stats
+            .and_gates();
+        eprintln!(
+            "sha512 block {sha_block}, first block (IV) {sha_first}, field mul {fmul}, square {fsq}, invert {finv}, reduce512 {red}, mul_add {muladd}, madd {madd}, mul_base {mb}, encode {enc}, total {total}"
+        );
+        assert!(sha_block <= 57_947);
+        assert!(total <= 40_000_000);
+    }
+}

@@ -366,6 +366,11 @@ mod tests {
         assert_eq!(rss_check(1 << 20, 1 << 31).verdict, Verdict::Warn);
         assert_eq!(time_check(1.0).verdict, Verdict::Pass);
         assert_eq!(comparison_table(&Ours::default()).rows.len(), 3);
-        assert_eq!(gate_table(&Counts::default(), &GateCosts::default()).rows.len(), 5);
+        assert_eq!(
+            gate_table(&Counts::default(), &GateCosts::default())
+                .rows
+                .len(),
+            5
+        );
     }
 }

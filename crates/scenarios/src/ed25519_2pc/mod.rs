@@ -127,6 +127,7 @@ pub fn peak_rss() -> Option<u64> {
 // The evaluator process.
 
 /// What the evaluator child is told, through [`EVALUATOR_ENV`].
+#[derive(Debug)]
 struct EvaluatorSpec {
     addr: String,
     msg_len: usize,
@@ -483,7 +484,11 @@ impl Scenario for Ed25519Pc {
             let r = &signed.report;
             for s in Stage::ALL {
                 let sr = r.stage(s);
-                let name = if s == Stage::Load { "Compile" } else { s.name() };
+                let name = if s == Stage::Load {
+                    "Compile"
+                } else {
+                    s.name()
+                };
                 stages.add(name, sr.time, sr.bytes_received, sr.bytes_sent);
             }
             stages.end_run();
@@ -504,8 +509,9 @@ impl Scenario for Ed25519Pc {
         }
         let rss_g = peak_rss().unwrap_or(0);
         let total_ns: f64 = totals.iter().sum();
-        let min_ns = analysis::theoretical_minimum_ns(&counts, &costs, bytes, bandwidth, median(&setup))
-            * plan.signatures as f64;
+        let min_ns =
+            analysis::theoretical_minimum_ns(&counts, &costs, bytes, bandwidth, median(&setup))
+                * plan.signatures as f64;
         let s = Samples {
             iters_per_sample: 1,
             per_iter_ns: totals.clone(),
@@ -568,11 +574,18 @@ mod tests {
             message: vec![1, 2, 3],
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
-        assert_eq!((d.addr.as_str(), d.msg_len, d.share, d.message), ("127.0.0.1:4000", 64, vec![7; 64], vec![1, 2, 3]));
+        assert_eq!(
+            (d.addr.as_str(), d.msg_len, d.share, d.message),
+            ("127.0.0.1:4000", 64, vec![7; 64], vec![1, 2, 3])
+        );
         assert!(EvaluatorSpec::decode("v2;a;64;00;00").is_err());
         assert!(EvaluatorSpec::decode("v1;a;x;00;00").is_err());
         // A share that is not 64 bytes.
-        assert!(EvaluatorSpec::decode("v1;a;64;0011;00").unwrap_err().contains("64 bytes"));
+        assert!(
+            EvaluatorSpec::decode("v1;a;64;0011;00")
+                .unwrap_err()
+                .contains("64 bytes")
+        );
     }
 
     #[test]
