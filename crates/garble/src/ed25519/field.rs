@@ -106,7 +106,7 @@ fn square_gates<G: Gen>(g: &mut G, a: &[W<G::L>]) -> Word<G::L> {
 pub fn mul_sub() -> &'static Sub {
     static S: OnceLock<Sub> = OnceLock::new();
     S.get_or_init(|| {
-        Sub::compile("fe-mul", BITS, BITS, |g, a, b| mul_gates(g, a, b))
+        Sub::compile("fe-mul", BITS, BITS, mul_gates)
             .unwrap_or_else(|e| unreachable!("the builder's circuits are well formed: {e}"))
     })
 }

@@ -4,6 +4,9 @@
 //! coordinates, which the tables need; the tests check every result against
 //! it through the point encoding.
 
+// Limb arithmetic reads best with the limb index spelled out.
+#![allow(clippy::needless_range_loop)]
+
 /// A field element: four little-endian 64-bit limbs, any value below
 /// `2^256` (canonical only after [`Fe::to_bytes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

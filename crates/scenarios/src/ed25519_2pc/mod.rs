@@ -324,13 +324,18 @@ pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, Scenari
 }
 
 /// Waits for the evaluator to connect, giving up at once if it exits first and after
-/// [`PEER_TIMEOUT`] otherwise.
+/// [`PEER_TIMEOUT`] otherwise. The channel gets [`PEER_TIMEOUT`] for its reads and writes
+/// (the evaluator generates the circuit for a second or more before it answers).
 fn accept_from(listener: &TcpListener, child: &mut Child) -> Result<TcpChannel, String> {
     let start = Instant::now();
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     loop {
-        match TcpChannel::accept(listener, Duration::from_millis(50)) {
-            Ok(ch) => return Ok(ch),
-            Err(ChannelError::Timeout(_)) => {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).map_err(|e| e.to_string())?;
+                return TcpChannel::new(s, PEER_TIMEOUT).map_err(|e| e.to_string());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if let Ok(Some(status)) = child.try_wait() {
                     return Err(format!("the evaluator exited ({status}) before connecting"));
                 }
@@ -339,6 +344,7 @@ fn accept_from(listener: &TcpListener, child: &mut Child) -> Result<TcpChannel, 
                         "the evaluator did not connect within {PEER_TIMEOUT:?}"
                     ));
                 }
+                std::thread::sleep(Duration::from_millis(2));
             }
             Err(e) => return Err(e.to_string()),
         }
