@@ -286,6 +286,17 @@ pub trait Gen {
         square_rec(self, a, KARATSUBA_THRESHOLD)
     }
 
+    /// `init ^ items[0] ^ items[1] ^ ...`, folded left to right (the gates of
+    /// a long XOR chain, as in a public-table lookup). Backends may count
+    /// such a chain in one step; the gates are those of the fold.
+    fn xor_all(&mut self, init: W<Self::L>, items: &[W<Self::L>]) -> W<Self::L> {
+        let mut acc = init;
+        for &w in items {
+            acc = self.xor(acc, w);
+        }
+        acc
+    }
+
     /// A call of a sub-circuit that is compiled once and replayed: `f`
     /// emits its gates (the default, for plain evaluation, counting and
     /// Bristol output); the streaming garbler and evaluator instead run
@@ -679,6 +690,43 @@ impl Gen for Counter {
         CountWire { id, depth: a.depth }
     }
 
+    fn xor_all(&mut self, init: W<CountWire>, items: &[W<CountWire>]) -> W<CountWire> {
+        // The gates of the fold, counted without mixing each one: the chain
+        // is mixed into the digest once, by its length and its wires' ids.
+        let mut acc = init;
+        let mut ids = 0u64;
+        for &w in items {
+            acc = match (acc, w) {
+                (W::C(x), W::C(y)) => W::C(x ^ y),
+                (W::C(false), v) | (v, W::C(false)) => v,
+                (W::C(true), W::V(v)) | (W::V(v), W::C(true)) => {
+                    self.inv += 1;
+                    let id = self.next as u32;
+                    self.next += 1;
+                    W::V(CountWire { id, depth: v.depth })
+                }
+                (W::V(a), W::V(b)) => {
+                    self.xor += 1;
+                    ids = ids.wrapping_mul(31).wrapping_add(u64::from(b.id));
+                    let id = self.next as u32;
+                    self.next += 1;
+                    W::V(CountWire {
+                        id,
+                        depth: a.depth.max(b.depth),
+                    })
+                }
+            };
+        }
+        let first = match init {
+            W::C(b) => u32::from(b),
+            W::V(v) => v.id,
+        };
+        self.gate(7, first, items.len() as u32);
+        self.next -= 1;
+        self.mix ^= ids;
+        acc
+    }
+
     fn call<F>(
         &mut self,
         sub: &Sub,
@@ -921,6 +969,32 @@ mod tests {
             let s = p.add_wide(&xa, &yb);
             prop_assert_eq!(to_big(&plain_bits(&s)), &x + &y);
         }
+    }
+
+    #[test]
+    fn counter_counts_xor_chains_like_the_fold() {
+        let mut k = Counter::new();
+        let v = k.inputs(10);
+        let mut items = v.clone();
+        items.insert(3, W::ONE);
+        items.push(W::ZERO);
+        let mut a = k.clone();
+        let r1 = a.xor_all(W::ONE, &items);
+        let mut b = k.clone();
+        let mut acc = W::ONE;
+        for &w in &items {
+            acc = b.xor(acc, w);
+        }
+        assert_eq!((a.xor, a.inv, a.next), (b.xor, b.inv, b.next));
+        let depth = |w: W<CountWire>| match w {
+            W::V(x) => x.depth,
+            W::C(_) => 0,
+        };
+        assert_eq!(depth(r1), depth(acc));
+        assert_eq!(
+            plain_bits(&[Plain.xor_all(W::ONE, &[W::V(true), W::ZERO, W::V(true)])]),
+            [true]
+        );
     }
 
     #[test]

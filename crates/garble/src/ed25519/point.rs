@@ -175,7 +175,7 @@ pub fn lookup<G: Gen>(g: &mut G, onehot: &[W<G::L>], table: &Window) -> [Word<G:
                 // or its complement over the others (the one-hot bits sum
                 // to 1).
                 let invert = 2 * ones > n;
-                let mut acc = W::C(invert);
+                let mut picked = Vec::with_capacity(n / 2 + 1);
                 for (wi, &w) in col.iter().enumerate() {
                     let mut m = if invert { !w } else { w };
                     if (wi + 1) * 64 > n {
@@ -184,10 +184,10 @@ pub fn lookup<G: Gen>(g: &mut G, onehot: &[W<G::L>], table: &Window) -> [Word<G:
                     while m != 0 {
                         let j = wi * 64 + m.trailing_zeros() as usize;
                         m &= m - 1;
-                        acc = g.xor(acc, onehot[j]);
+                        picked.push(onehot[j]);
                     }
                 }
-                acc
+                g.xor_all(W::C(invert), &picked)
             })
             .collect()
     })
