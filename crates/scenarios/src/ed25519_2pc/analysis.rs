@@ -170,7 +170,8 @@ pub struct Ours {
     pub garble_s: f64,
     /// Bytes on the wire per signature, both directions.
     pub bytes: u64,
-    /// Peak RSS of the garbler process, bytes.
+    /// Peak RSS of the garbler process during the signatures (its peak is reset before
+    /// them where the kernel allows), bytes.
     pub rss_garbler: u64,
     /// Peak RSS of the evaluator process (largest over runs), bytes.
     pub rss_evaluator: u64,
