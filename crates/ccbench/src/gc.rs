@@ -14,7 +14,8 @@ use garble::generator::Generator as _;
 use garble::session::{self, SessionOptions};
 use garble::{Circuit, GateKind, Party};
 use measure::record::{Body, Record};
-use scenarios::gc2pc::{hex, load_circuit, stage_breakdown, unhex};
+use scenarios::gc2pc::{load_circuit, stage_breakdown};
+use scenarios::hex::{hex, unhex};
 
 use crate::Exit;
 use crate::args::{GcCircuitCommand, GcCommand, PartyArgs};

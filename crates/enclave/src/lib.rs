@@ -53,6 +53,7 @@ pub mod seal;
 mod service;
 mod shm;
 pub mod switchless;
+pub mod testing;
 mod trace;
 pub mod wire;
 

@@ -188,9 +188,17 @@ mod tests {
     }
 
     #[test]
-    fn spin_terminates() {
+    fn spins_at_least_the_cycles_asked_for() {
+        // No TSC ticks faster than 6 GHz: n cycles take at least n / 6 ns. (A lower bound:
+        // a loaded machine only makes the spin longer.)
+        let t = std::time::Instant::now();
         spin_cycles(0);
-        spin_cycles(10_000);
-        TransitionModel::cycles(100).charge(2);
+        assert!(t.elapsed() < std::time::Duration::from_millis(50));
+        let t = std::time::Instant::now();
+        spin_cycles(3_000_000);
+        assert!(t.elapsed() >= std::time::Duration::from_nanos(500_000));
+        let t = std::time::Instant::now();
+        TransitionModel::cycles(1_500_000).charge(2);
+        assert!(t.elapsed() >= std::time::Duration::from_nanos(500_000));
     }
 }

@@ -130,23 +130,5 @@ fn main() {
         ),
         ("threads_share_the_heap", threads_share_the_heap),
     ];
-    let mut failed = Vec::new();
-    for (name, f) in tests {
-        print!("test {name} ... ");
-        match std::panic::catch_unwind(f) {
-            Ok(()) => println!("ok"),
-            Err(_) => {
-                println!("FAILED");
-                failed.push(name);
-            }
-        }
-    }
-    println!(
-        "{} passed, {} failed",
-        tests.len() - failed.len(),
-        failed.len()
-    );
-    if !failed.is_empty() {
-        std::process::exit(1);
-    }
+    enclave::testing::run(&tests);
 }

@@ -47,6 +47,16 @@ pub trait Channel {
     fn bytes_sent(&self) -> u64;
     /// Bytes returned by `recv` so far.
     fn bytes_received(&self) -> u64;
+    /// Bytes that have crossed the transport outwards so far (written to the socket), as
+    /// opposed to handed to [`Channel::send`]: buffered bytes count once flushed.
+    fn wire_bytes_sent(&self) -> u64 {
+        self.bytes_sent()
+    }
+    /// Bytes that have crossed the transport inwards so far (read from the socket,
+    /// including read-ahead not yet returned by [`Channel::recv`]).
+    fn wire_bytes_received(&self) -> u64 {
+        self.bytes_received()
+    }
 }
 
 impl<C: Channel + ?Sized> Channel for &mut C {
@@ -65,6 +75,27 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     fn bytes_received(&self) -> u64 {
         (**self).bytes_received()
     }
+    fn wire_bytes_sent(&self) -> u64 {
+        (**self).wire_bytes_sent()
+    }
+    fn wire_bytes_received(&self) -> u64 {
+        (**self).wire_bytes_received()
+    }
+}
+
+/// A socket that counts the bytes the kernel hands it: what crossed the wire inwards.
+#[derive(Debug)]
+struct CountingReader {
+    inner: TcpStream,
+    read: u64,
+}
+
+impl Read for CountingReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
 }
 
 /// Write buffer size of [`TcpChannel`].
@@ -77,10 +108,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct TcpChannel {
     writer: TcpStream,
-    reader: BufReader<TcpStream>,
+    reader: BufReader<CountingReader>,
     wbuf: Vec<u8>,
     sent: u64,
     received: u64,
+    /// Bytes the socket accepted (`write_all` returned).
+    written: u64,
     timeout: Duration,
 }
 
@@ -109,10 +142,17 @@ impl TcpChannel {
         let reader = stream.try_clone().map_err(ChannelError::Io)?;
         Ok(TcpChannel {
             writer: stream,
-            reader: BufReader::with_capacity(TCP_BUFFER, reader),
+            reader: BufReader::with_capacity(
+                TCP_BUFFER,
+                CountingReader {
+                    inner: reader,
+                    read: 0,
+                },
+            ),
             wbuf: Vec::with_capacity(TCP_BUFFER),
             sent: 0,
             received: 0,
+            written: 0,
             timeout,
         })
     }
@@ -186,7 +226,9 @@ impl Channel for TcpChannel {
         if data.len() >= TCP_BUFFER {
             self.writer
                 .write_all(data)
-                .map_err(|e| map_io(e, self.timeout))
+                .map_err(|e| map_io(e, self.timeout))?;
+            self.written += data.len() as u64;
+            Ok(())
         } else {
             self.wbuf.extend_from_slice(data);
             Ok(())
@@ -204,8 +246,10 @@ impl Channel for TcpChannel {
     fn flush(&mut self) -> Result<(), ChannelError> {
         if !self.wbuf.is_empty() {
             let r = self.writer.write_all(&self.wbuf);
+            let n = self.wbuf.len() as u64;
             self.wbuf.clear();
             r.map_err(|e| map_io(e, self.timeout))?;
+            self.written += n;
         }
         Ok(())
     }
@@ -216,6 +260,14 @@ impl Channel for TcpChannel {
 
     fn bytes_received(&self) -> u64 {
         self.received
+    }
+
+    fn wire_bytes_sent(&self) -> u64 {
+        self.written
+    }
+
+    fn wire_bytes_received(&self) -> u64 {
+        self.reader.get_ref().read
     }
 }
 
@@ -317,6 +369,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tcp_counts_what_crosses_the_socket() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let t = std::thread::spawn(move || {
+            let mut b = TcpChannel::connect(&addr, Duration::from_secs(5)).unwrap();
+            let mut buf = [0u8; 10];
+            b.recv(&mut buf).unwrap();
+            assert_eq!((b.bytes_received(), b.wire_bytes_received()), (10, 10));
+            b.send(&[7; 3]).unwrap();
+            b.flush().unwrap();
+        });
+        let mut a = TcpChannel::accept(&l, Duration::from_secs(5)).unwrap();
+        a.send(&[1; 10]).unwrap();
+        // Handed to `send`, still in the buffer: not on the wire yet.
+        assert_eq!((a.bytes_sent(), a.wire_bytes_sent()), (10, 0));
+        a.flush().unwrap();
+        assert_eq!(a.wire_bytes_sent(), 10);
+        let mut buf = [0u8; 3];
+        a.recv(&mut buf).unwrap();
+        assert_eq!(a.wire_bytes_received(), 3);
+        t.join().unwrap();
+    }
+
+    #[test]
     fn mem_round_trip_and_close() {
         let (mut a, mut b) = mem_pair(Duration::from_secs(5));
         a.send(b"hello").unwrap();
@@ -353,6 +429,7 @@ mod tests {
         s.timeout = Duration::from_millis(200);
         s.reader
             .get_ref()
+            .inner
             .set_read_timeout(Some(s.timeout))
             .unwrap();
         let mut buf = vec![0u8; 3 * TCP_BUFFER + 6];
@@ -364,6 +441,7 @@ mod tests {
         t.join().unwrap();
         s.reader
             .get_ref()
+            .inner
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         assert!(matches!(s.recv(&mut one), Err(ChannelError::Closed)));

@@ -19,7 +19,9 @@
 use thiserror::Error;
 
 /// One gate. `XOR`, `AND` and `INV` compute; `EQ` assigns a constant and `EQW`
-/// copies a wire (Bristol Fashion's assignments).
+/// copies a wire (Bristol Fashion's assignments). Every `u32` field is a wire id, named
+/// as in the variant's formula.
+#[allow(missing_docs)] // The fields are the wires of each variant's one-line formula.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Gate {
     /// `out = a ^ b`

@@ -99,10 +99,16 @@ pub struct StageReport {
     pub stage: Stage,
     /// Wall time spent in it.
     pub time: Duration,
-    /// Bytes this party sent during it.
+    /// Bytes this party's protocol sent during it (handed to the channel).
     pub bytes_sent: u64,
-    /// Bytes this party received during it.
+    /// Bytes this party's protocol received during it.
     pub bytes_received: u64,
+    /// Bytes that crossed the transport outwards during it (written to the socket; a byte
+    /// buffered at the end of a stage counts in the stage that flushed it).
+    pub wire_sent: u64,
+    /// Bytes that crossed the transport inwards during it (read from the socket, read-ahead
+    /// included).
+    pub wire_received: u64,
 }
 
 /// What a session measured.
@@ -124,10 +130,15 @@ pub struct SessionReport {
     pub table_bytes: u64,
     /// Wall time of the whole session.
     pub total: Duration,
-    /// Total bytes sent.
+    /// Total bytes this party's protocol sent.
     pub bytes_sent: u64,
-    /// Total bytes received.
+    /// Total bytes this party's protocol received.
     pub bytes_received: u64,
+    /// Total bytes this party wrote to its transport (the socket's counter): what crossed
+    /// the wire, counted independently of the protocol's own bookkeeping.
+    pub wire_bytes_sent: u64,
+    /// Total bytes this party read from its transport.
+    pub wire_bytes_received: u64,
 }
 
 impl SessionReport {
@@ -224,7 +235,37 @@ pub enum SessionError {
 
 pub(crate) struct Stages {
     pub(crate) acc: Vec<StageReport>,
-    cur: Option<(Stage, Instant, u64, u64)>,
+    cur: Option<(Stage, Instant, Counters)>,
+}
+
+/// A channel's four byte counters at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    pub(crate) wire_sent: u64,
+    pub(crate) wire_received: u64,
+}
+
+impl Counters {
+    pub(crate) fn of<C: Channel>(ch: &C) -> Counters {
+        Counters {
+            sent: ch.bytes_sent(),
+            received: ch.bytes_received(),
+            wire_sent: ch.wire_bytes_sent(),
+            wire_received: ch.wire_bytes_received(),
+        }
+    }
+
+    /// What moved since `earlier`.
+    pub(crate) fn since(self, earlier: Counters) -> Counters {
+        Counters {
+            sent: self.sent - earlier.sent,
+            received: self.received - earlier.received,
+            wire_sent: self.wire_sent - earlier.wire_sent,
+            wire_received: self.wire_received - earlier.wire_received,
+        }
+    }
 }
 
 impl Stages {
@@ -237,6 +278,8 @@ impl Stages {
                     time: Duration::ZERO,
                     bytes_sent: 0,
                     bytes_received: 0,
+                    wire_sent: 0,
+                    wire_received: 0,
                 })
                 .collect(),
             cur: None,
@@ -245,15 +288,18 @@ impl Stages {
 
     pub(crate) fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
         self.close(ch);
-        self.cur = Some((s, Instant::now(), ch.bytes_sent(), ch.bytes_received()));
+        self.cur = Some((s, Instant::now(), Counters::of(ch)));
     }
 
     pub(crate) fn close<C: Channel>(&mut self, ch: &C) {
-        if let Some((s, t, sent, recv)) = self.cur.take() {
+        if let Some((s, t, at)) = self.cur.take() {
+            let d = Counters::of(ch).since(at);
             let r = &mut self.acc[s as usize];
             r.time += t.elapsed();
-            r.bytes_sent += ch.bytes_sent() - sent;
-            r.bytes_received += ch.bytes_received() - recv;
+            r.bytes_sent += d.sent;
+            r.bytes_received += d.received;
+            r.wire_sent += d.wire_sent;
+            r.wire_received += d.wire_received;
         }
     }
 }
@@ -272,6 +318,33 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
         }
     }
     Ok(())
+}
+
+/// What each party of a session must write to its transport, in bytes, derived from the
+/// protocol's messages and the circuit alone: `(garbler, evaluator)` for `n` evaluations.
+///
+/// Garbler: the 48-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
+/// receiver); 16 bytes per evaluator input bit for the correlated OT extension; and per
+/// evaluation 16 bytes per garbler input bit (its labels), 32 bytes per AND gate (two
+/// half-gate ciphertexts) and one output-decoding bit per output wire, in whole bytes.
+/// Evaluator: the 48-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
+/// 128 evaluator input bits (rounded up) per base OT; and the outputs, in whole bytes per
+/// evaluation. A session's measured socket counters are checked against these.
+pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
+    let gbits = circuit.garbler_input_bits() as u64;
+    let ebits = circuit.evaluator_input_bits() as u64;
+    let out = circuit.output_bits().div_ceil(8) as u64;
+    let and = circuit.stats().and_gates();
+    let kappa = crate::ot::KAPPA as u64;
+    let m = ebits * n;
+    let (ot_garbler, ot_evaluator) = if m == 0 {
+        (0, 0)
+    } else {
+        (16 * m, 16 * m.div_ceil(128) * kappa)
+    };
+    let garbler = 48 + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out);
+    let evaluator = 48 + 32 + ot_evaluator + n * out;
+    (garbler, evaluator)
 }
 
 fn header(prog: &Program, n: u64) -> Vec<u8> {
@@ -307,7 +380,7 @@ fn report(
     backend: Backend,
     stages: Stages,
     t0: Instant,
-    (sent, received): (u64, u64),
+    moved: Counters,
 ) -> SessionReport {
     SessionReport {
         role,
@@ -318,8 +391,10 @@ fn report(
         label_slots: prog.num_slots(),
         table_bytes: prog.and_gates() * gc::TABLE_BYTES as u64 * n,
         total: t0.elapsed(),
-        bytes_sent: sent,
-        bytes_received: received,
+        bytes_sent: moved.sent,
+        bytes_received: moved.received,
+        wire_bytes_sent: moved.wire_sent,
+        wire_bytes_received: moved.wire_received,
     }
 }
 
@@ -332,7 +407,7 @@ pub fn run_garbler<C: Channel>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -395,18 +470,10 @@ pub fn run_garbler<C: Channel>(
         .map(|k| bits_from_bytes(&out[k * out_bytes..(k + 1) * out_bytes], prog.output_bits()))
         .collect();
     st.close(ch);
-    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs,
-        report: report(
-            Role::Garbler,
-            &prog,
-            n,
-            hasher.backend(),
-            st,
-            t0,
-            (sent, recv),
-        ),
+        report: report(Role::Garbler, &prog, n, hasher.backend(), st, t0, moved),
     })
 }
 
@@ -419,7 +486,7 @@ pub fn run_evaluator<C: Channel>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -480,17 +547,9 @@ pub fn run_evaluator<C: Channel>(
     ch.send(&out_msg)?;
     ch.flush()?;
     st.close(ch);
-    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs,
-        report: report(
-            Role::Evaluator,
-            &prog,
-            n,
-            hasher.backend(),
-            st,
-            t0,
-            (sent, recv),
-        ),
+        report: report(Role::Evaluator, &prog, n, hasher.backend(), st, t0, moved),
     })
 }

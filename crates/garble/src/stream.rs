@@ -38,7 +38,7 @@ use crate::generator::{self, Gen, GenStats, Generator, Sub, W, Word};
 use crate::hash::{Block, Hasher, Prg};
 use crate::ot::{IknpReceiver, IknpSender};
 use crate::session::{
-    Role, SessionError, SessionOptions, SessionOutput, SessionReport, Stage, Stages,
+    Counters, Role, SessionError, SessionOptions, SessionOutput, SessionReport, Stage, Stages,
 };
 
 /// Protocol magic of generated-circuit sessions.
@@ -398,7 +398,7 @@ fn report(
     hasher: &Hasher,
     st: Stages,
     t0: Instant,
-    (sent, received): (u64, u64),
+    moved: Counters,
 ) -> SessionReport {
     SessionReport {
         role,
@@ -410,8 +410,10 @@ fn report(
         label_slots: 0,
         table_bytes: stats.stats.count(GateKind::And) * TABLE_BYTES as u64,
         total: t0.elapsed(),
-        bytes_sent: sent,
-        bytes_received: received,
+        bytes_sent: moved.sent,
+        bytes_received: moved.received,
+        wire_bytes_sent: moved.wire_sent,
+        wire_bytes_received: moved.wire_received,
     }
 }
 
@@ -425,7 +427,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -471,10 +473,10 @@ pub fn run_garbler<C: Channel, G: Generator>(
     ch.recv(&mut back)?;
     let outputs = bits_from_bytes(&back, out.len());
     st.close(ch);
-    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs: vec![outputs],
-        report: report(Role::Garbler, &stats, &hasher, st, t0, (sent, recv)),
+        report: report(Role::Garbler, &stats, &hasher, st, t0, moved),
     })
 }
 
@@ -486,7 +488,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     let t0 = Instant::now();
-    let (s0, r0) = (ch.bytes_sent(), ch.bytes_received());
+    let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
@@ -546,10 +548,10 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     ch.send(&bytes_from_bits(&outputs))?;
     ch.flush()?;
     st.close(ch);
-    let (sent, recv) = (ch.bytes_sent() - s0, ch.bytes_received() - r0);
+    let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs: vec![outputs],
-        report: report(Role::Evaluator, &stats, &hasher, st, t0, (sent, recv)),
+        report: report(Role::Evaluator, &stats, &hasher, st, t0, moved),
     })
 }
 

@@ -64,6 +64,11 @@ fn library_circuits_two_party() {
         assert_eq!(r.stage(Stage::Garble).bytes_sent, r.table_bytes);
         assert_eq!(eo.report.stage(Stage::Garble).bytes_received, r.table_bytes);
         assert_eq!(r.bytes_sent, eo.report.bytes_received);
+        // Every byte either party sent is one the protocol's messages account for.
+        assert_eq!(
+            (r.bytes_sent, eo.report.bytes_sent),
+            garble::session::expected_wire_bytes(&c, n as u64)
+        );
     }
 }
 
@@ -199,6 +204,15 @@ fn tcp_wire_bytes_are_exact() {
         );
         let out = c.output_bits().div_ceil(8) as u64;
         assert_eq!(r.table_bytes_per_and(), 32.0);
+        // The sockets' own counters: everything the protocol sent crossed the wire, and
+        // exactly what its messages predict.
+        let (want_g, want_e) = garble::session::expected_wire_bytes(&c, n);
+        assert_eq!((g.wire_bytes_sent, g.bytes_sent), (want_g, want_g));
+        assert_eq!((e.wire_bytes_sent, e.bytes_sent), (want_e, want_e));
+        assert_eq!(e.wire_bytes_received, g.wire_bytes_sent);
+        assert_eq!(g.wire_bytes_received, e.wire_bytes_sent);
+        let per_stage: u64 = g.stages.iter().map(|s| s.wire_sent).sum();
+        assert_eq!(per_stage, g.wire_bytes_sent);
         assert_eq!(g.stage(Stage::Garble).bytes_sent, 32 * and * n);
         assert_eq!(g.stage(Stage::Garble).bytes_received, 0);
         assert_eq!(e.stage(Stage::Garble).bytes_received, 32 * and * n);

@@ -278,5 +278,15 @@ mod tests {
         assert_eq!(m.summary.median_ns, 200.0);
         assert_eq!(m.ops_per_s, 5e6);
         assert_eq!(m.bytes_per_s, Some(5e9));
+        // 16 KiB sealed in a median of 4,096 ns: 4 bytes a nanosecond, 4 GB/s.
+        let s = Samples {
+            iters_per_sample: 1,
+            per_iter_ns: vec![5000.0, 4096.0, 3000.0],
+            overhead_ns: None,
+        };
+        let m = s.into_measurement("seal", Some(16384)).unwrap();
+        let rate = m.bytes_per_s.unwrap();
+        assert!((rate - 4e9).abs() < 1.0, "{rate}");
+        assert_eq!(m.overhead_ns, None);
     }
 }

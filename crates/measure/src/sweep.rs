@@ -46,15 +46,11 @@ pub fn scaling_points(
     for ((&t, &ops_total), walls) in threads.iter().zip(ops).zip(runs) {
         let wall_ns = median(walls).unwrap_or(0.0);
         let ops_per_s = throughput(ops_total, wall_ns);
-        let (base_threads, base_rate) = out
+        let base = out
             .first()
-            .map(|b| (b.threads as f64, b.ops_per_s))
-            .unwrap_or((t as f64, ops_per_s));
-        let speedup = if base_rate > 0.0 {
-            ops_per_s / base_rate
-        } else {
-            0.0
-        };
+            .map(|b| (b.threads, b.ops_per_s))
+            .unwrap_or((t as u64, ops_per_s));
+        let (speedup, efficiency) = speedup_efficiency(base, t as u64, ops_per_s);
         out.push(ScalingPoint {
             name: name.to_owned(),
             mode,
@@ -66,10 +62,58 @@ pub fn scaling_points(
             wall_ns,
             ops_per_s,
             speedup,
-            efficiency: speedup / (t as f64 / base_threads),
+            efficiency,
         });
     }
     out
+}
+
+/// Speed-up and parallel efficiency of `ops_per_s` at `threads` against a baseline
+/// `(threads, ops_per_s)`: speed-up is the ratio of throughputs, efficiency the speed-up
+/// divided by the ratio of thread counts (1 is linear scaling). The one place ccbench
+/// computes them. Both are 0 when the baseline did no work.
+pub fn speedup_efficiency(base: (u64, f64), threads: u64, ops_per_s: f64) -> (f64, f64) {
+    let (base_threads, base_rate) = base;
+    if base_rate <= 0.0 || base_threads == 0 {
+        return (0.0, 0.0);
+    }
+    let speedup = ops_per_s / base_rate;
+    (speedup, speedup / (threads as f64 / base_threads as f64))
+}
+
+/// A sweep point whose speed-up exceeds what its thread count allows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Superlinear {
+    /// Threads at the point.
+    pub threads: u64,
+    /// Its speed-up over the sweep's first point.
+    pub speedup: f64,
+    /// The largest speed-up the thread counts allow (`threads / base threads`).
+    pub bound: f64,
+}
+
+/// The points of a sweep, `(threads, ops/s)` with the baseline first, whose speed-up over
+/// the baseline exceeds the thread ratio by more than `tolerance` (0.25: 25% beyond linear).
+/// Works the same on a sweep ccbench measured and on a published table: a speed-up of 168x
+/// on 32 threads is not a measurement but an error, most often a throughput that already
+/// counted the threads being multiplied by them again.
+pub fn superlinear(points: &[(u64, f64)], tolerance: f64) -> Vec<Superlinear> {
+    let Some(&base) = points.first() else {
+        return Vec::new();
+    };
+    points
+        .iter()
+        .skip(1)
+        .filter_map(|&(threads, rate)| {
+            let (speedup, efficiency) = speedup_efficiency(base, threads, rate);
+            let bound = threads as f64 / base.0.max(1) as f64;
+            (efficiency > 1.0 + tolerance).then_some(Superlinear {
+                threads,
+                speedup,
+                bound,
+            })
+        })
+        .collect()
 }
 
 /// A thread sweep's shape.
@@ -279,7 +323,40 @@ pub fn duration_pass(
         } else {
             0.0
         },
+        pass_ops_per_s: Vec::new(),
     }
+}
+
+/// Repeated passes of one point as one record: operations and wall times summed, the
+/// throughput the median of the passes' (robust to one disturbed pass), and every pass's
+/// throughput kept as the point's samples. `None` for no passes or passes of different
+/// thread counts.
+pub fn merge_passes(passes: &[DurationPass]) -> Option<DurationPass> {
+    let first = passes.first()?;
+    if passes.iter().any(|p| p.threads != first.threads) {
+        return None;
+    }
+    if passes.len() == 1 {
+        return Some(first.clone());
+    }
+    let rates: Vec<f64> = passes.iter().map(|p| p.ops_per_s).collect();
+    let ops_per_s = median(&rates).ok()?;
+    let mut ops_per_thread = vec![0u64; first.ops_per_thread.len()];
+    for p in passes {
+        for (sum, n) in ops_per_thread.iter_mut().zip(&p.ops_per_thread) {
+            *sum += n;
+        }
+    }
+    Some(DurationPass {
+        target_ns: passes.iter().map(|p| p.target_ns).sum(),
+        wall_ns: passes.iter().map(|p| p.wall_ns).sum(),
+        ops_total: passes.iter().map(|p| p.ops_total).sum(),
+        ops_per_thread,
+        ops_per_s,
+        ops_per_s_per_thread: ops_per_s / first.threads.max(1) as f64,
+        pass_ops_per_s: rates,
+        ..first.clone()
+    })
 }
 
 /// Runs a fixed-duration pass: `threads` threads are released together, each calls
@@ -361,6 +438,58 @@ pub fn loop_until<E>(deadline: Instant, mut op: impl FnMut() -> Result<(), E>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_passes_merge_with_the_median_rate() {
+        let pass = |ops: u64, ms: u64| {
+            duration_pass(
+                "op",
+                Duration::from_millis(1000),
+                Duration::from_millis(ms),
+                vec![ops / 2, ops - ops / 2],
+                2,
+            )
+        };
+        // 1,000, 3,000 (a disturbed pass would be the outlier) and 1,200 ops/s.
+        let m = merge_passes(&[pass(1000, 1000), pass(3000, 1000), pass(1200, 1000)]).unwrap();
+        assert_eq!(m.ops_per_s, 1200.0);
+        assert_eq!(m.pass_ops_per_s, [1000.0, 3000.0, 1200.0]);
+        assert_eq!(
+            (m.ops_total, m.ops_per_thread.clone()),
+            (5200, vec![2600, 2600])
+        );
+        assert_eq!(m.ops_per_s_per_thread, 600.0);
+        assert_eq!((m.wall_ns, m.target_ns), (3e9, 3e9));
+        let one = merge_passes(&[pass(1000, 1000)]).unwrap();
+        assert!(one.pass_ops_per_s.is_empty());
+        assert!(merge_passes(&[]).is_none());
+        let mut three = pass(900, 1000);
+        three.threads = 3;
+        assert!(merge_passes(&[pass(1000, 1000), three]).is_none());
+    }
+
+    #[test]
+    fn speedup_and_efficiency_by_hand() {
+        assert_eq!(speedup_efficiency((1, 100.0), 4, 300.0), (3.0, 0.75));
+        assert_eq!(speedup_efficiency((2, 100.0), 8, 400.0), (4.0, 1.0));
+        assert_eq!(speedup_efficiency((1, 0.0), 4, 300.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn superlinear_points_are_flagged_and_linear_ones_are_not() {
+        // 1.6x on 2 threads is fine; 5x on 4 threads is 25% beyond linear and then some.
+        let sweep = [(1, 100.0), (2, 160.0), (4, 500.0), (8, 950.0)];
+        let found = superlinear(&sweep, 0.10);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(
+            (found[0].threads, found[0].speedup, found[0].bound),
+            (4, 5.0, 4.0)
+        );
+        assert_eq!(found[1].threads, 8);
+        assert!(superlinear(&sweep, 0.30).is_empty());
+        assert!(superlinear(&[(1, 10.0), (32, 300.0)], 0.1).is_empty());
+        assert!(superlinear(&[], 0.1).is_empty());
+    }
 
     #[test]
     fn weak_scaling_throughput_is_counted_once() {

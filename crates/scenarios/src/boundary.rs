@@ -8,7 +8,7 @@ use enclave::{
 };
 use measure::record::{Body, Bucket, Histogram, Params, Table, Value};
 
-use crate::{Context, ScenarioError};
+use crate::{At, Context, ScenarioError};
 
 /// One way of running a service: a backend, optionally with switchless workers.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,14 +91,7 @@ impl Config {
 
 /// Starts an enclave, turning a start-up failure into a scenario error naming the service.
 pub fn start(builder: EnclaveBuilder, registry: &Registry) -> Result<Enclave, ScenarioError> {
-    builder
-        .start(registry)
-        .map_err(|e| ScenarioError::step("starting the enclave", e))
-}
-
-/// The error of a failed ecall, naming what was being measured.
-pub fn call_failed(what: &str) -> impl Fn(enclave::Error) -> ScenarioError + '_ {
-    move |e| ScenarioError::step(what, e)
+    builder.start(registry).at("starting the enclave")
 }
 
 fn direction_name(d: Direction) -> &'static str {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use enclave::TransitionModel;
-use measure::record::{Body, Params, Record, ScalingMode, Value};
+use measure::record::{Body, Cost, CostFigure, Measurement, Params, Record, ScalingMode, Value};
 use measure::sampler::{SamplerConfig, Samples};
 
 use crate::ScenarioError;
@@ -186,9 +186,62 @@ impl<'a> Context<'a> {
         samples: Samples,
         bytes_per_op: Option<u64>,
     ) -> Result<f64, ScenarioError> {
+        self.emit_measurement(scenario, backend, params, name, samples, bytes_per_op)
+            .map(|m| m.summary.median_ns)
+    }
+
+    /// Emits the measurement made of `samples` and returns it (for a [`Cost`] or a check
+    /// that needs the samples too).
+    pub fn emit_measurement(
+        &self,
+        scenario: &str,
+        backend: &str,
+        params: Params,
+        name: &str,
+        samples: Samples,
+        bytes_per_op: Option<u64>,
+    ) -> Result<Measurement, ScenarioError> {
         let m = samples.into_measurement(name, bytes_per_op)?;
-        let median = m.summary.median_ns;
-        self.emit(scenario, backend, params, Body::Measurement(m))?;
-        Ok(median)
+        self.emit(scenario, backend, params, Body::Measurement(m.clone()))?;
+        Ok(m)
+    }
+
+    /// Emits what confidentiality costs for one headline workload of `scenario`: the
+    /// unprotected measurement and the protected ones, each `(label, backend, measurement)`.
+    /// Nothing is emitted when a side has no samples.
+    pub fn emit_cost(
+        &self,
+        scenario: &str,
+        name: &str,
+        unit: &str,
+        baseline: (&str, &str, &Measurement),
+        protected: &[(&str, &str, &Measurement)],
+    ) -> Result<(), ScenarioError> {
+        let figure = |(label, backend, m): (&str, &str, &Measurement)| {
+            CostFigure::new(label, backend, m.samples_ns.clone())
+        };
+        let (Some(baseline), Some(protected)) = (
+            figure(baseline),
+            protected
+                .iter()
+                .map(|&p| figure(p))
+                .collect::<Option<Vec<_>>>(),
+        ) else {
+            return Ok(());
+        };
+        if protected.is_empty() {
+            return Ok(());
+        }
+        self.emit(
+            scenario,
+            "all",
+            Params::new(),
+            Body::Cost(Cost {
+                name: name.to_owned(),
+                unit: unit.to_owned(),
+                baseline,
+                protected,
+            }),
+        )
     }
 }

@@ -14,7 +14,7 @@ use aws_lc_rs::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
 use measure::params;
 use measure::sampler::try_sample;
 
-use crate::{Context, Scenario, ScenarioError};
+use crate::{At, Context, Scenario, ScenarioError};
 
 /// Message sizes for the AEADs and SHA-256, in bytes.
 pub const SIZES: &[usize] = &[256, 1024, 4096, 16384];
@@ -25,14 +25,10 @@ const BACKEND: &str = "native";
 /// The `crypto` scenario.
 pub struct Crypto;
 
-fn fail(step: &str) -> impl Fn(aws_lc_rs::error::Unspecified) -> ScenarioError + '_ {
-    move |_| ScenarioError::step(step, "aws-lc-rs reported an error")
-}
-
 fn aead_key(alg: &'static Algorithm, rng: &SystemRandom) -> Result<LessSafeKey, ScenarioError> {
     let mut key = vec![0u8; alg.key_len()];
-    rng.fill(&mut key).map_err(fail("aead key"))?;
-    let key = UnboundKey::new(alg, &key).map_err(fail("aead key"))?;
+    rng.fill(&mut key).at("aead key")?;
+    let key = UnboundKey::new(alg, &key).at("aead key")?;
     Ok(LessSafeKey::new(key))
 }
 
@@ -59,7 +55,7 @@ impl Crypto {
                     &mut buf,
                 )
             })
-            .map_err(fail("seal"))?;
+            .at("seal")?;
             ctx.emit_samples(NAME, BACKEND, p(), "seal", seal, Some(size as u64))?;
             ctx.progress().advance(1);
 
@@ -70,7 +66,7 @@ impl Crypto {
                     Aad::empty(),
                     &mut sealed,
                 )
-                .map_err(fail("seal"))?;
+                .at("seal")?;
             sealed.extend_from_slice(tag.as_ref());
             let mut work = sealed.clone();
             let open = try_sample(&cfg, || {
@@ -80,7 +76,7 @@ impl Crypto {
                 key.open_in_place(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut work)
                     .map(|plain| plain.len())
             })
-            .map_err(fail("open"))?;
+            .at("open")?;
             ctx.emit_samples(NAME, BACKEND, p(), "open", open, Some(size as u64))?;
             ctx.progress().advance(1);
         }
@@ -102,14 +98,14 @@ impl Crypto {
 
     fn rsa(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
         ctx.check_cancel()?;
-        let key = PrivateDecryptingKey::generate(KeySize::Rsa3072).map_err(fail("rsa keygen"))?;
-        let public = OaepPublicEncryptingKey::new(key.public_key()).map_err(fail("rsa key"))?;
-        let private = OaepPrivateDecryptingKey::new(key).map_err(fail("rsa key"))?;
+        let key = PrivateDecryptingKey::generate(KeySize::Rsa3072).at("rsa keygen")?;
+        let public = OaepPublicEncryptingKey::new(key.public_key()).at("rsa key")?;
+        let private = OaepPrivateDecryptingKey::new(key).at("rsa key")?;
         let plaintext = [0x42u8; 64];
         let mut ct = vec![0u8; public.ciphertext_size()];
         let ct = public
             .encrypt(&OAEP_SHA256_MGF1SHA256, &plaintext, &mut ct, None)
-            .map_err(fail("rsa encrypt"))?
+            .at("rsa encrypt")?
             .to_vec();
         let mut out = vec![0u8; private.min_output_size()];
         let s = try_sample(&ctx.options.sampler(), || {
@@ -117,7 +113,7 @@ impl Crypto {
                 .decrypt(&OAEP_SHA256_MGF1SHA256, &ct, &mut out, None)
                 .map(|p| p.len())
         })
-        .map_err(fail("rsa decrypt"))?;
+        .at("rsa decrypt")?;
         let p = params! {"algorithm" => "rsa-3072-oaep-sha256", "size_bytes" => plaintext.len()};
         ctx.emit_samples(NAME, BACKEND, p, "decrypt", s, None)?;
         ctx.progress().advance(1);
@@ -127,7 +123,7 @@ impl Crypto {
     fn ed25519(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
         ctx.check_cancel()?;
         let cfg = ctx.options.sampler();
-        let pair = Ed25519KeyPair::generate().map_err(fail("ed25519 keygen"))?;
+        let pair = Ed25519KeyPair::generate().at("ed25519 keygen")?;
         let msg = [0x33u8; 64];
         let sign = measure::sampler::sample(&cfg, || pair.sign(&msg));
         let p = || params! {"algorithm" => "ed25519", "size_bytes" => msg.len()};
@@ -135,8 +131,7 @@ impl Crypto {
         ctx.progress().advance(1);
         let sig = pair.sign(&msg);
         let public = UnparsedPublicKey::new(&ED25519, pair.public_key().as_ref().to_vec());
-        let verify = try_sample(&cfg, || public.verify(&msg, sig.as_ref()))
-            .map_err(fail("ed25519 verify"))?;
+        let verify = try_sample(&cfg, || public.verify(&msg, sig.as_ref())).at("ed25519 verify")?;
         ctx.emit_samples(NAME, BACKEND, p(), "verify", verify, None)?;
         ctx.progress().advance(1);
         Ok(())
@@ -144,16 +139,14 @@ impl Crypto {
 
     fn x25519(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
         ctx.check_cancel()?;
-        let ours = agreement::PrivateKey::generate(&X25519).map_err(fail("x25519 keygen"))?;
-        let theirs = agreement::PrivateKey::generate(&X25519).map_err(fail("x25519 keygen"))?;
-        let peer = theirs
-            .compute_public_key()
-            .map_err(fail("x25519 public key"))?;
+        let ours = agreement::PrivateKey::generate(&X25519).at("x25519 keygen")?;
+        let theirs = agreement::PrivateKey::generate(&X25519).at("x25519 keygen")?;
+        let peer = theirs.compute_public_key().at("x25519 public key")?;
         let peer = agreement::UnparsedPublicKey::new(&X25519, peer.as_ref().to_vec());
         let s = try_sample(&ctx.options.sampler(), || {
             agreement::agree(&ours, &peer, aws_lc_rs::error::Unspecified, |k| Ok(k[0]))
         })
-        .map_err(fail("x25519 agree"))?;
+        .at("x25519 agree")?;
         let p = params! {"algorithm" => "x25519"};
         ctx.emit_samples(NAME, BACKEND, p, "agree", s, None)?;
         ctx.progress().advance(1);

@@ -10,6 +10,7 @@ pub mod crypto;
 pub mod dptree;
 pub mod ed25519_2pc;
 pub mod gc2pc;
+pub mod hex;
 pub mod sealing;
 pub mod transitions;
 pub mod txpipeline;

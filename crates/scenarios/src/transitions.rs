@@ -9,30 +9,42 @@ use std::sync::Arc;
 
 use enclave::ocall::builtin;
 use enclave::{Backend, Ctx, Direction, Registry, Service, ServiceError};
-use measure::record::{Body, Check, Table, Value, Verdict};
+use measure::record::{Body, Check, Measurement, Table, Value, Verdict};
 use measure::sampler::{Samples, try_sample};
 
-use crate::boundary::{self, Config, call_failed};
-use crate::{Context, Preset, Scenario, ScenarioError};
+use crate::boundary::{self, Config};
+use crate::codec::{Decode, Encode, decode};
+use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "transitions";
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.transitions";
 
-/// Ecall ids of the service.
-mod id {
-    /// Returns nothing.
-    pub const EMPTY: u32 = 0;
-    /// Copies the input in and ignores it.
-    pub const IN: u32 = 1;
-    /// Input: a little-endian u64 `n`; returns `n` bytes.
-    pub const OUT: u32 = 2;
-    /// Returns its input.
-    pub const INOUT: u32 = 3;
-    /// Input: a little-endian u32 `k`; makes `k` empty ocalls.
-    pub const OCALLS: u32 = 4;
-    /// Input: a little-endian u32 `k`, then a path; reads the file `k` times by ocall.
-    pub const READS: u32 = 5;
+crate::calls! {
+    /// The service's ecalls.
+    enum Call {
+        /// Returns nothing.
+        Empty = 0 => "empty",
+        /// Copies the input in and ignores it.
+        In = 1 => "in",
+        /// Input: a `u64` `n`; returns `n` bytes.
+        Out = 2 => "out",
+        /// Returns its input.
+        InOut = 3 => "in/out",
+        /// Input: a `u32` `k`; makes `k` empty ocalls.
+        Ocalls = 4 => "ocall loop",
+        /// Input: [`Reads`]; reads the file `k` times by ocall, returns the bytes read (`u64`).
+        Reads = 5 => "read loop",
+    }
+}
+
+/// The input of [`Call::Reads`].
+#[derive(Debug, Clone, PartialEq, Encode, Decode)]
+struct Reads {
+    /// How many read ocalls.
+    count: u32,
+    /// The file each reads.
+    path: String,
 }
 
 /// Ocalls made per measured ecall in the ocall measurements: the ecall that carries them
@@ -45,13 +57,6 @@ pub const READ_SIZE: usize = 1024;
 /// The service behind the boundary.
 struct Transitions;
 
-fn le_u32(input: &[u8]) -> Result<(u32, &[u8]), ServiceError> {
-    let (k, rest) = input
-        .split_first_chunk::<4>()
-        .ok_or("input shorter than its 4-byte count")?;
-    Ok((u32::from_le_bytes(*k), rest))
-}
-
 impl Service for Transitions {
     fn ecall(
         &self,
@@ -62,7 +67,7 @@ impl Service for Transitions {
         // An empty ecall measures the crossing, so the service's own share must be nil: the
         // empty calls return before the dispatch, which lives in a function of its own, so
         // this one needs no stack frame (no saved registers, no jump table).
-        if call_id == id::EMPTY || call_id == id::IN {
+        if call_id == Call::Empty as u32 || call_id == Call::In as u32 {
             return Ok(Vec::new());
         }
         dispatch(call_id, input, ctx)
@@ -72,43 +77,30 @@ impl Service for Transitions {
 /// The calls with a body.
 #[inline(never)]
 fn dispatch(call_id: u32, input: &[u8], ctx: &mut Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
-    match call_id {
-        id::OUT => out(input),
-        id::INOUT => Ok(input.to_vec()),
-        id::OCALLS => ocalls(input, ctx),
-        id::READS => reads(input, ctx),
-        other => Err(ServiceError::UnknownCall(other)),
+    match Call::try_from(call_id)? {
+        Call::Empty | Call::In => Ok(Vec::new()),
+        Call::Out => {
+            let n: u64 = decode("out request", input)?;
+            let n = usize::try_from(n).map_err(|_| "length too large")?;
+            Ok(vec![0x5a; n])
+        }
+        Call::InOut => Ok(input.to_vec()),
+        Call::Ocalls => {
+            let k: u32 = decode("ocalls request", input)?;
+            for _ in 0..k {
+                ctx.noop()?;
+            }
+            Ok(Vec::new())
+        }
+        Call::Reads => {
+            let r: Reads = decode("reads request", input)?;
+            let mut total = 0u64;
+            for _ in 0..r.count {
+                total += ctx.read_file(&r.path)?.len() as u64;
+            }
+            Ok(total.encode())
+        }
     }
-}
-
-/// `OUT`: `n` bytes out, `n` given as 8 little-endian bytes.
-fn out(input: &[u8]) -> Result<Vec<u8>, ServiceError> {
-    let n = input
-        .first_chunk::<8>()
-        .map(|b| u64::from_le_bytes(*b))
-        .ok_or("input is not an 8-byte length")?;
-    let n = usize::try_from(n).map_err(|_| "length too large")?;
-    Ok(vec![0x5a; n])
-}
-
-/// `OCALLS`: `k` empty ocalls.
-fn ocalls(input: &[u8], ctx: &mut Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
-    let (k, _) = le_u32(input)?;
-    for _ in 0..k {
-        ctx.noop()?;
-    }
-    Ok(Vec::new())
-}
-
-/// `READS`: `k` ocalls reading the file at the path that follows; returns the bytes read.
-fn reads(input: &[u8], ctx: &mut Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
-    let (k, path) = le_u32(input)?;
-    let path = std::str::from_utf8(path).map_err(|_| "path is not UTF-8")?;
-    let mut total = 0u64;
-    for _ in 0..k {
-        total += ctx.read_file(path)?.len() as u64;
-    }
-    Ok(total.to_le_bytes().to_vec())
 }
 
 /// Registers the service.
@@ -118,12 +110,7 @@ pub fn register(r: Registry) -> Registry {
 
 fn call_name(d: Direction, call: u32) -> String {
     match (d, call) {
-        (Direction::Ecall, id::EMPTY) => "empty".into(),
-        (Direction::Ecall, id::IN) => "in".into(),
-        (Direction::Ecall, id::OUT) => "out".into(),
-        (Direction::Ecall, id::INOUT) => "in/out".into(),
-        (Direction::Ecall, id::OCALLS) => "ocall loop".into(),
-        (Direction::Ecall, id::READS) => "read loop".into(),
+        (Direction::Ecall, id) => Call::try_from(id).map_or(id.to_string(), |c| c.name().into()),
         (Direction::Ocall, builtin::NOOP) => "empty".into(),
         (Direction::Ocall, builtin::READ_FILE) => "read file".into(),
         (_, other) => other.to_string(),
@@ -167,6 +154,8 @@ struct Headline {
     ecall: f64,
     ocall: f64,
     read: f64,
+    /// The measurements behind `ecall` and `read`, for the cost summary.
+    measured: Option<(Measurement, Measurement)>,
 }
 
 impl TransitionsScenario {
@@ -180,7 +169,7 @@ impl TransitionsScenario {
         let builder = config.builder(
             ctx,
             SERVICE,
-            &[id::EMPTY, id::IN, id::OUT, id::INOUT],
+            &[Call::Empty, Call::In, Call::Out, Call::InOut].map(u32::from),
             &[builtin::NOOP, builtin::READ_FILE],
         );
         let e = boundary::start(builder, &registry)?;
@@ -190,35 +179,42 @@ impl TransitionsScenario {
             for (k, v) in extra {
                 p.insert((*k).to_owned(), v.clone());
             }
-            let m = ctx.emit_samples(NAME, config.label(), p, name, s, bytes)?;
+            let m = ctx.emit_measurement(NAME, config.label(), p, name, s, bytes)?;
             ctx.progress().advance(1);
-            Ok::<f64, ScenarioError>(m)
+            Ok::<Measurement, ScenarioError>(m)
         };
 
         ctx.check_cancel()?;
         // The output is consumed by its length: handing the whole `Vec` to `black_box`
         // spills it and reloads it wider, a store-forwarding stall (~5 ns here) that belongs
         // to the harness, not to the call.
-        let s = try_sample(&cfg, || e.ecall(id::EMPTY, &[]).map(|out| out.len()))
-            .map_err(call_failed("empty ecall"))?;
-        let ecall = emit("ecall-empty", &[], s, None)?;
+        let s = try_sample(&cfg, || {
+            e.ecall(Call::Empty.into(), &[]).map(|out| out.len())
+        })
+        .at("empty ecall")?;
+        let ecall_m = emit("ecall-empty", &[], s, None)?;
 
         ctx.check_cancel()?;
-        let k = OCALLS_PER_ECALL.to_le_bytes();
-        let s = try_sample(&cfg, || e.ecall(id::OCALLS, &k)).map_err(call_failed("empty ocall"))?;
+        let k = OCALLS_PER_ECALL.encode();
+        let s = try_sample(&cfg, || e.ecall(Call::Ocalls.into(), &k)).at("empty ocall")?;
         let ocall = emit(
             "ocall-empty",
             &[],
             s.per_op(u64::from(OCALLS_PER_ECALL)),
             None,
-        )?;
+        )?
+        .summary
+        .median_ns;
 
         ctx.check_cancel()?;
-        let mut input = OCALLS_PER_ECALL.to_le_bytes().to_vec();
-        input.extend_from_slice(read_path.as_bytes());
-        let want = (u64::from(OCALLS_PER_ECALL) * READ_SIZE as u64).to_le_bytes();
+        let input = Reads {
+            count: OCALLS_PER_ECALL,
+            path: read_path.to_owned(),
+        }
+        .encode();
+        let want = (u64::from(OCALLS_PER_ECALL) * READ_SIZE as u64).encode();
         let s = try_sample(&cfg, || {
-            let out = e.ecall(id::READS, &input)?;
+            let out = e.ecall(Call::Reads.into(), &input)?;
             if out != want {
                 return Err(enclave::Error::Config(format!(
                     "the read ocalls returned {out:?} bytes in total, not {want:?}"
@@ -226,8 +222,8 @@ impl TransitionsScenario {
             }
             Ok(out)
         })
-        .map_err(call_failed("read ocall"))?;
-        let read = emit(
+        .at("read ocall")?;
+        let read_m = emit(
             "ocall-read",
             &[("size_bytes", Value::from(READ_SIZE))],
             s.per_op(u64::from(OCALLS_PER_ECALL)),
@@ -238,25 +234,25 @@ impl TransitionsScenario {
             let size_p = [("size_bytes", Value::from(size))];
             ctx.check_cancel()?;
             let buf = vec![0xa5u8; size];
-            let s = try_sample(&cfg, || e.ecall(id::IN, &buf).map(|out| out.len()))
-                .map_err(call_failed("ecall in"))?;
+            let s = try_sample(&cfg, || e.ecall(Call::In.into(), &buf).map(|out| out.len()))
+                .at("ecall in")?;
             emit("ecall-in", &size_p, s, Some(size as u64))?;
 
             ctx.check_cancel()?;
-            let n = (size as u64).to_le_bytes();
+            let n = (size as u64).encode();
             let s = try_sample(&cfg, || {
-                let out = e.ecall(id::OUT, &n)?;
+                let out = e.ecall(Call::Out.into(), &n)?;
                 check_len(&out, size)
             })
-            .map_err(call_failed("ecall out"))?;
+            .at("ecall out")?;
             emit("ecall-out", &size_p, s, Some(size as u64))?;
 
             ctx.check_cancel()?;
             let s = try_sample(&cfg, || {
-                let out = e.ecall(id::INOUT, &buf)?;
+                let out = e.ecall(Call::InOut.into(), &buf)?;
                 check_len(&out, size)
             })
-            .map_err(call_failed("ecall in/out"))?;
+            .at("ecall in/out")?;
             // Payload both ways: `size` in and `size` out.
             emit("ecall-inout", &size_p, s, Some(2 * size as u64))?;
         }
@@ -271,9 +267,10 @@ impl TransitionsScenario {
         }
         Ok(Headline {
             config: config.clone(),
-            ecall,
+            ecall: ecall_m.summary.median_ns,
             ocall,
-            read,
+            read: read_m.summary.median_ns,
+            measured: Some((ecall_m, read_m)),
         })
     }
 
@@ -401,11 +398,9 @@ impl Scenario for TransitionsScenario {
         let per_config = 3 + 3 * payload_sizes(ctx.options.preset).len();
         ctx.progress()
             .begin(NAME, (configs.len() * per_config) as u64);
-        let dir = tempfile::tempdir()
-            .map_err(|e| ScenarioError::step("creating the file the read ocall reads", e))?;
+        let dir = tempfile::tempdir().at("creating the file the read ocall reads")?;
         let path = dir.path().join("1k.bin");
-        std::fs::write(&path, [0x42u8; READ_SIZE])
-            .map_err(|e| ScenarioError::step("writing the file the read ocall reads", e))?;
+        std::fs::write(&path, [0x42u8; READ_SIZE]).at("writing the file the read ocall reads")?;
         let path = path
             .to_str()
             .ok_or_else(|| ScenarioError::step("temporary path", "not UTF-8"))?
@@ -415,8 +410,45 @@ impl Scenario for TransitionsScenario {
             headlines.push(self.measure(ctx, config, &path)?);
         }
         let params = measure::params! {};
-        ctx.emit(NAME, "all", params, Body::Table(table(&headlines)))
+        ctx.emit(NAME, "all", params, Body::Table(table(&headlines)))?;
+        emit_costs(ctx, &headlines)
     }
+}
+
+/// The cost summary's rows: an empty ecall and a 1 KiB-read ocall, native against each
+/// boundary configuration.
+fn emit_costs(ctx: &Context<'_>, headlines: &[Headline]) -> Result<(), ScenarioError> {
+    let Some((base, rest)) = headlines.split_first() else {
+        return Ok(());
+    };
+    let Some((base_ecall, base_read)) = &base.measured else {
+        return Ok(());
+    };
+    let titles: Vec<String> = rest.iter().map(|h| h.config.title()).collect();
+    let pick = |read: bool| -> Vec<(&str, &str, &Measurement)> {
+        rest.iter()
+            .zip(&titles)
+            .filter_map(|(h, title)| {
+                let (e, r) = h.measured.as_ref()?;
+                Some((title.as_str(), h.config.label(), if read { r } else { e }))
+            })
+            .collect()
+    };
+    let base_label = base.config.label();
+    ctx.emit_cost(
+        NAME,
+        "empty ecall",
+        "call",
+        (base_label, base_label, base_ecall),
+        &pick(false),
+    )?;
+    ctx.emit_cost(
+        NAME,
+        "ocall reading 1 KiB",
+        "call",
+        (base_label, base_label, base_read),
+        &pick(true),
+    )
 }
 
 #[cfg(test)]
@@ -430,24 +462,38 @@ mod tests {
             .backend(Backend::Native)
             .start(&register(Registry::new()))
             .unwrap();
-        assert_eq!(e.ecall(id::EMPTY, b"x").unwrap(), b"");
-        assert_eq!(e.ecall(id::IN, &[1; 100]).unwrap(), b"");
-        assert_eq!(e.ecall(id::OUT, &5u64.to_le_bytes()).unwrap(), [0x5a; 5]);
-        assert_eq!(e.ecall(id::INOUT, b"abc").unwrap(), b"abc");
-        assert_eq!(e.ecall(id::OCALLS, &3u32.to_le_bytes()).unwrap(), b"");
+        assert_eq!(e.ecall(Call::Empty.into(), b"x").unwrap(), b"");
+        assert_eq!(e.ecall(Call::In.into(), &[1; 100]).unwrap(), b"");
+        assert_eq!(
+            e.ecall(Call::Out.into(), &5u64.to_le_bytes()).unwrap(),
+            [0x5a; 5]
+        );
+        assert_eq!(e.ecall(Call::InOut.into(), b"abc").unwrap(), b"abc");
+        assert_eq!(
+            e.ecall(Call::Ocalls.into(), &3u32.to_le_bytes()).unwrap(),
+            b""
+        );
         let t = e.trace();
         assert_eq!(t.get(Direction::Ocall, builtin::NOOP).unwrap().count, 3);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         std::fs::write(&path, [0u8; READ_SIZE]).unwrap();
-        let mut input = 2u32.to_le_bytes().to_vec();
-        input.extend_from_slice(path.to_str().unwrap().as_bytes());
+        let input = Reads {
+            count: 2,
+            path: path.to_str().unwrap().to_owned(),
+        }
+        .encode();
         assert_eq!(
-            e.ecall(id::READS, &input).unwrap(),
+            e.ecall(Call::Reads.into(), &input).unwrap(),
             (2 * READ_SIZE as u64).to_le_bytes()
         );
-        assert!(e.ecall(id::OUT, b"short").is_err());
-        assert!(e.ecall(id::OCALLS, b"").is_err());
+        assert!(e.ecall(Call::Out.into(), b"short").is_err());
+        assert!(e.ecall(Call::Ocalls.into(), b"").is_err());
+        // Trailing bytes are refused, not ignored.
+        assert!(e.ecall(Call::Ocalls.into(), &[3, 0, 0, 0, 9]).is_err());
+        let mut long = input.clone();
+        long.push(0);
+        assert!(e.ecall(Call::Reads.into(), &long).is_err());
         assert!(matches!(
             e.ecall(77, b""),
             Err(enclave::Error::UnknownCall(77))
@@ -461,6 +507,7 @@ mod tests {
             ecall: 400.0,
             ocall: 750.0,
             read: 5_000.0,
+            measured: None,
         };
         let t = table(&[
             h(Config::regular(Backend::Sandbox)),

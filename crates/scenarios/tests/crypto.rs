@@ -20,16 +20,19 @@ fn crypto_quick_emits_valid_measurements() {
         };
         assert!(m.summary.median_ns > 0.0);
     }
-    // Sized operations carry a byte rate consistent with their median.
-    let seal = records
-        .iter()
-        .find_map(|r| match &r.body {
-            Body::Measurement(m) if m.name == "seal" && m.bytes_per_op == Some(16384) => Some(m),
-            _ => None,
-        })
-        .unwrap();
-    let expect = 16384.0 / (seal.summary.median_ns / 1e9);
-    assert!((seal.bytes_per_s.unwrap() - expect).abs() / expect < 1e-9);
+    // Sized operations carry their size and a byte rate; unsized ones neither. (How the
+    // rate follows from the median is tested on hand-computed values in
+    // `measure::sampler`.)
+    for r in &records {
+        let Body::Measurement(m) = &r.body else {
+            unreachable!()
+        };
+        let sized = matches!(m.name.as_str(), "seal" | "open" | "digest");
+        assert_eq!(m.bytes_per_op.is_some(), sized, "{}", m.name);
+        assert_eq!(m.bytes_per_s.is_some(), sized, "{}", m.name);
+    }
+    assert!(records.iter().any(|r| matches!(&r.body,
+        Body::Measurement(m) if m.name == "seal" && m.bytes_per_op == Some(16384))));
 }
 
 #[test]

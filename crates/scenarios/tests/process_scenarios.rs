@@ -213,6 +213,9 @@ fn aes_two_party_between_processes() {
     let r = scenarios::gc2pc::two_party("aes128", &c, &key, &plain, 3).unwrap();
     let garble = r.stage(garble::session::Stage::Garble);
     assert_eq!(garble.bytes_sent, 32 * 3 * c.stats().and_gates());
+    // What crossed the garbler's socket is what the protocol predicts.
+    let (want, _) = garble::session::expected_wire_bytes(&c, 3);
+    assert_eq!(r.wire_bytes_sent, want);
     // An evaluator that cannot run the circuit fails the session on both sides, quickly.
     let start = std::time::Instant::now();
     let err = scenarios::gc2pc::two_party("mul8", &c, &key, &plain, 1).unwrap_err();

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::{options, run, run_tests};
 use enclave::{Backend, Enclave};
-use measure::record::{Body, Value, Verdict};
+use measure::record::{Body, CheckSubject, Value, Verdict};
 use parity_scale_codec::Encode;
 use scenarios::txpipeline::proto::{Payload, sha256};
 use scenarios::txpipeline::worker::STATE_FILE;
@@ -233,7 +233,13 @@ fn the_scenario_runs_and_its_records_validate() {
     assert_eq!(t.rows.last().unwrap()[1], Value::Int(332));
     assert!(records.iter().any(|r| matches!(&r.body,
         Body::Check(c) if c.name == "consistency-of-the-published-table"
-            && c.verdict == Verdict::Warn)));
+            && c.verdict == Verdict::Fail
+            && c.subject == CheckSubject::Published
+            && !c.fails_run())));
+    // The cost summary's row: the full pipeline, native against sandbox.
+    assert!(records.iter().any(|r| matches!(&r.body,
+        Body::Cost(c) if c.baseline.backend == "native"
+            && c.protected.iter().any(|p| p.backend == "sandbox"))));
 }
 
 fn main() {

@@ -67,7 +67,8 @@ fn heap_exhaustion_is_an_error_not_a_crash() {
     assert!(err.contains("heap exhausted"), "{err}");
     assert!(err.contains("8192-byte heap"), "{err}");
     // The enclave survives and says what happened.
-    let stats = x509::AllocReport::decode(&e.ecall(x509::id::STATS, &[]).unwrap()).unwrap();
+    let stats =
+        x509::AllocReport::decode(&e.ecall(x509::Call::Stats.into(), &[]).unwrap()).unwrap();
     assert_eq!(stats.mode, enclave::alloc::Mode::SingleLock);
     assert!(stats.heap.over_budget > 0);
     assert!(stats.aws_lc_routed);
@@ -81,7 +82,8 @@ fn heap_exhaustion_is_an_error_not_a_crash() {
     )
     .unwrap();
     x509::verify(&e).unwrap();
-    let stats = x509::AllocReport::decode(&e.ecall(x509::id::STATS, &[]).unwrap()).unwrap();
+    let stats =
+        x509::AllocReport::decode(&e.ecall(x509::Call::Stats.into(), &[]).unwrap()).unwrap();
     assert_eq!(stats.heap.over_budget, 0);
     assert!(
         stats.heap.c_allocs > 0 && stats.heap.rust_allocs > 0,

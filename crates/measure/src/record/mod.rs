@@ -316,6 +316,10 @@ pub struct DurationPass {
     pub ops_per_s: f64,
     /// `ops_per_s / threads`.
     pub ops_per_s_per_thread: f64,
+    /// When the point repeated its pass: each pass's `ops_total / wall`, in order (the
+    /// samples a comparison tests). Absent for a single pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_ops_per_s: Vec<f64>,
 }
 
 /// One named stage of a pipeline.

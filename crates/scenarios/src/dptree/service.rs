@@ -5,118 +5,45 @@
 //! the tree's own work never runs in parallel; what threads can overlap is everything
 //! outside the lock (the crossing, the copies, the host's encoding and decoding).
 //!
-//! # Wire format
+//! # Messages
 //!
-//! Inputs: `init` a little-endian `u64` capacity and `f64` sigma; `add` one `f64`; `sum`
-//! nothing; `add_batch` `k` `f64`s. Every reply starts with a status byte: 0 and the payload
-//! (`init`: nothing; `add`, `sum`: one `f64`; `add_batch`: `k` `f64`s), or a [`TreeError`]
-//! code and its fields, so the host gets the same typed error the tree raised. A malformed
-//! input is a service error (the host's client never sends one).
+//! Through the crate's codec ([`crate::codec`]): `init` an [`InitRequest`]; `add` one `f64`;
+//! `sum` nothing; `add_batch` a `Vec<f64>`. Every reply is a `Result` of the payload
+//! (`init`: nothing; `add`, `sum`: one `f64`; `add_batch`: the prefix sums) and a
+//! [`TreeError`], so the host gets the same typed error the tree raised. A malformed input
+//! is a service error (the host's client never sends one).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use enclave::{Ctx, Enclave, Registry, Service, ServiceError};
 
 use super::tree::{Tree, TreeError};
+use crate::codec::{CodecError, Decode, Encode, decode};
 
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.dp-tree";
 
-/// Ecall ids of the service.
-pub mod id {
-    /// `init(n, sigma)`: a new tree, fresh noise.
-    pub const INIT: u32 = 0;
-    /// `add(v)`: the private prefix sum after adding `v`.
-    pub const ADD: u32 = 1;
-    /// `sum()`: the private prefix sum of everything added.
-    pub const SUM: u32 = 2;
-    /// `add_batch([v...])`: the `k` private prefix sums.
-    pub const ADD_BATCH: u32 = 3;
+crate::calls! {
+    /// The service's ecalls.
+    pub enum Call {
+        /// `init(n, sigma)`: a new tree, fresh noise.
+        Init = 0 => "init",
+        /// `add(v)`: the private prefix sum after adding `v`.
+        Add = 1 => "add",
+        /// `sum()`: the private prefix sum of everything added.
+        Sum = 2 => "sum",
+        /// `add_batch([v...])`: the `k` private prefix sums.
+        AddBatch = 3 => "add_batch",
+    }
 }
 
-const OK: u8 = 0;
-
-/// A [`TreeError`] as a status code and three 8-byte fields (and a message for `Entropy`).
-fn encode_error(e: &TreeError) -> Vec<u8> {
-    let (code, a, b, c): (u8, u64, u64, u64) = match e {
-        TreeError::ZeroCapacity => (1, 0, 0, 0),
-        TreeError::CapacityTooLarge { n, max } => (2, *n, *max, 0),
-        TreeError::BadSigma { sigma } => (3, sigma.to_bits(), 0, 0),
-        TreeError::CapacityExceeded {
-            capacity,
-            added,
-            requested,
-        } => (4, *capacity, *added, *requested),
-        TreeError::NonFinite { index } => (5, *index, 0, 0),
-        TreeError::NotInitialized => (6, 0, 0, 0),
-        TreeError::Entropy(_) => (7, 0, 0, 0),
-    };
-    let mut out = Vec::with_capacity(25);
-    out.push(code);
-    for x in [a, b, c] {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    if let TreeError::Entropy(m) = e {
-        out.extend_from_slice(m.as_bytes());
-    }
-    out
-}
-
-/// Decodes a reply: the payload on status 0, the tree's error otherwise.
-fn decode_reply<'r>(what: &'static str, reply: &'r [u8]) -> Result<&'r [u8], ClientError> {
-    let bad = |detail: String| ClientError::Reply { what, detail };
-    let (&status, rest) = reply
-        .split_first()
-        .ok_or_else(|| bad("empty reply".into()))?;
-    if status == OK {
-        return Ok(rest);
-    }
-    let field = |i: usize| -> Result<u64, ClientError> {
-        rest.get(i * 8..i * 8 + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
-            .ok_or_else(|| bad(format!("error code {status} without its fields")))
-    };
-    let (a, b, c) = (field(0)?, field(1)?, field(2)?);
-    Err(ClientError::Tree(match status {
-        1 => TreeError::ZeroCapacity,
-        2 => TreeError::CapacityTooLarge { n: a, max: b },
-        3 => TreeError::BadSigma {
-            sigma: f64::from_bits(a),
-        },
-        4 => TreeError::CapacityExceeded {
-            capacity: a,
-            added: b,
-            requested: c,
-        },
-        5 => TreeError::NonFinite { index: a },
-        6 => TreeError::NotInitialized,
-        7 => TreeError::Entropy(String::from_utf8_lossy(&rest[24..]).into_owned()),
-        other => return Err(bad(format!("unknown status {other}"))),
-    }))
-}
-
-fn ok_f64(x: f64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(9);
-    out.push(OK);
-    out.extend_from_slice(&x.to_le_bytes());
-    out
-}
-
-fn read_f64s(input: &[u8], out: &mut Vec<f64>) -> Result<(), ServiceError> {
-    if !input.len().is_multiple_of(8) {
-        return Err(format!(
-            "add_batch input of {} bytes is not a whole number of f64s",
-            input.len()
-        )
-        .into());
-    }
-    out.extend(
-        input
-            .chunks_exact(8)
-            .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
-    );
-    Ok(())
+/// The input of [`Call::Init`].
+#[derive(Debug, Clone, Copy, PartialEq, Encode, Decode)]
+pub struct InitRequest {
+    /// Capacity: how many adds the tree takes.
+    pub capacity: u64,
+    /// Standard deviation of each node's Gaussian noise.
+    pub sigma: f64,
 }
 
 /// The service: one optional tree behind one lock.
@@ -126,63 +53,46 @@ pub struct DpTreeService {
 }
 
 impl DpTreeService {
-    fn call(&self, call_id: u32, input: &[u8]) -> Result<Result<Vec<u8>, TreeError>, ServiceError> {
+    fn call(&self, call: Call, input: &[u8]) -> Result<Vec<u8>, ServiceError> {
         // A panic while the lock was held cannot leave a half-done update: every operation
         // checks before it changes anything. So a poisoned lock's tree is still whole.
         let mut guard = self.tree.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(match call_id {
-            id::INIT => {
-                let (n, sigma) = input
-                    .split_first_chunk::<8>()
-                    .and_then(|(n, rest)| Some((n, rest.first_chunk::<8>()?)))
-                    .map(|(n, s)| (u64::from_le_bytes(*n), f64::from_le_bytes(*s)))
-                    .ok_or("init input is not a u64 capacity and an f64 sigma")?;
+        Ok(match call {
+            Call::Init => {
+                let r: InitRequest = decode("init request", input)?;
                 // Invalid parameters leave the old tree in place; valid ones drop it first,
                 // so that two large trees never coexist.
-                match super::tree::validate(n, sigma) {
-                    Err(e) => Err(e),
-                    Ok(()) => {
-                        *guard = None;
-                        Tree::new(n, sigma).map(|t| {
-                            *guard = Some(t);
-                            vec![OK]
-                        })
-                    }
-                }
+                let reply = super::tree::validate(r.capacity, r.sigma).and_then(|()| {
+                    *guard = None;
+                    *guard = Some(Tree::new(r.capacity, r.sigma)?);
+                    Ok(())
+                });
+                reply.encode()
             }
-            id::ADD => {
-                let v = input
-                    .first_chunk::<8>()
-                    .map(|b| f64::from_le_bytes(*b))
-                    .ok_or("add input is not an f64")?;
-                match guard.as_mut() {
-                    Some(t) => t.add(v).map(ok_f64),
+            Call::Add => {
+                let v: f64 = decode("add request", input)?;
+                let reply = match guard.as_mut() {
+                    Some(t) => t.add(v),
                     None => Err(TreeError::NotInitialized),
-                }
+                };
+                reply.encode()
             }
-            id::SUM => match guard.as_ref() {
-                Some(t) => Ok(ok_f64(t.sum())),
-                None => Err(TreeError::NotInitialized),
-            },
-            id::ADD_BATCH => {
-                let mut values = Vec::with_capacity(input.len() / 8);
-                read_f64s(input, &mut values)?;
-                match guard.as_mut() {
+            Call::Sum => {
+                decode::<()>("sum request", input)?;
+                let reply = guard.as_ref().map(Tree::sum);
+                reply.ok_or(TreeError::NotInitialized).encode()
+            }
+            Call::AddBatch => {
+                let values: Vec<f64> = decode("add_batch request", input)?;
+                let reply = match guard.as_mut() {
                     Some(t) => {
                         let mut sums = Vec::with_capacity(values.len());
-                        t.add_batch(&values, &mut sums).map(|()| {
-                            let mut out = Vec::with_capacity(1 + 8 * sums.len());
-                            out.push(OK);
-                            for s in sums {
-                                out.extend_from_slice(&s.to_le_bytes());
-                            }
-                            out
-                        })
+                        t.add_batch(&values, &mut sums).map(|()| sums)
                     }
                     None => Err(TreeError::NotInitialized),
-                }
+                };
+                reply.encode()
             }
-            other => return Err(ServiceError::UnknownCall(other)),
         })
     }
 }
@@ -194,9 +104,7 @@ impl Service for DpTreeService {
         input: &[u8],
         _ctx: &mut Ctx<'_>,
     ) -> Result<Vec<u8>, ServiceError> {
-        Ok(self
-            .call(call_id, input)?
-            .unwrap_or_else(|e| encode_error(&e)))
+        self.call(Call::try_from(call_id)?, input)
     }
 }
 
@@ -220,13 +128,8 @@ pub enum ClientError {
         source: enclave::Error,
     },
     /// The enclave's reply does not have the shape the operation's output has.
-    #[error("malformed reply to {what}: {detail}")]
-    Reply {
-        /// The operation.
-        what: &'static str,
-        /// What was wrong.
-        detail: String,
-    },
+    #[error(transparent)]
+    Reply(#[from] CodecError),
 }
 
 /// The host's typed view of a [`DpTreeService`] enclave.
@@ -235,9 +138,9 @@ pub struct Client<'e> {
     enclave: &'e Enclave,
 }
 
-/// `values` as the `add_batch` input (little-endian `f64`s).
+/// `values` as the `add_batch` input, encoded once so that a benchmark can reuse it.
 pub fn encode_values(values: &[f64]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    values.encode()
 }
 
 impl<'e> Client<'e> {
@@ -246,79 +149,54 @@ impl<'e> Client<'e> {
         Client { enclave }
     }
 
-    fn call(&self, what: &'static str, call_id: u32, input: &[u8]) -> Result<Vec<u8>, ClientError> {
-        self.enclave
-            .ecall(call_id, input)
-            .map_err(|source| ClientError::Enclave { what, source })
-    }
-
-    fn one_f64(what: &'static str, reply: &[u8]) -> Result<f64, ClientError> {
-        let payload = decode_reply(what, reply)?;
-        payload
-            .try_into()
-            .map(f64::from_le_bytes)
-            .map_err(|_| ClientError::Reply {
-                what,
-                detail: format!("{} bytes where one f64 was expected", payload.len()),
-            })
+    /// One call: `input` already encoded, the reply decoded as `Result<T, TreeError>`.
+    fn call<T: Decode>(
+        &self,
+        what: &'static str,
+        call: Call,
+        input: &[u8],
+    ) -> Result<T, ClientError> {
+        let reply = self
+            .enclave
+            .ecall(call.into(), input)
+            .map_err(|source| ClientError::Enclave { what, source })?;
+        Ok(decode::<Result<T, TreeError>>(what, &reply)??)
     }
 
     /// Replaces the enclave's tree by a new one of capacity `n`, noise `N(0, sigma^2)`.
     pub fn init(&self, n: u64, sigma: f64) -> Result<(), ClientError> {
-        let mut input = [0u8; 16];
-        input[..8].copy_from_slice(&n.to_le_bytes());
-        input[8..].copy_from_slice(&sigma.to_le_bytes());
-        let reply = self.call("init", id::INIT, &input)?;
-        match decode_reply("init", &reply)? {
-            [] => Ok(()),
-            p => Err(ClientError::Reply {
-                what: "init",
-                detail: format!("{} unexpected bytes", p.len()),
-            }),
-        }
+        let req = InitRequest { capacity: n, sigma };
+        self.call("init", Call::Init, &req.encode())
     }
 
     /// Adds `v`; returns the private prefix sum of everything added.
     pub fn add(&self, v: f64) -> Result<f64, ClientError> {
-        let reply = self.call("add", id::ADD, &v.to_le_bytes())?;
-        Self::one_f64("add", &reply)
+        self.call("add", Call::Add, &v.encode())
     }
 
     /// The private prefix sum of everything added.
     pub fn sum(&self) -> Result<f64, ClientError> {
-        let reply = self.call("sum", id::SUM, &[])?;
-        Self::one_f64("sum", &reply)
+        self.call("sum", Call::Sum, &[])
     }
 
     /// Adds `values` in one ecall; returns their private prefix sums.
     pub fn add_batch(&self, values: &[f64]) -> Result<Vec<f64>, ClientError> {
-        let mut out = Vec::with_capacity(values.len());
-        self.add_batch_encoded(&encode_values(values), &mut out)?;
-        Ok(out)
+        self.add_batch_encoded(&encode_values(values), values.len())
     }
 
-    /// [`Client::add_batch`] of values already encoded by [`encode_values`], the prefix
-    /// sums appended to `out` (the benchmark reuses both buffers).
-    pub fn add_batch_encoded(&self, input: &[u8], out: &mut Vec<f64>) -> Result<(), ClientError> {
+    /// [`Client::add_batch`] of `count` values already encoded by [`encode_values`] (the
+    /// benchmark encodes its batch once).
+    pub fn add_batch_encoded(&self, input: &[u8], count: usize) -> Result<Vec<f64>, ClientError> {
         let what = "add_batch";
-        let reply = self.call(what, id::ADD_BATCH, input)?;
-        let payload = decode_reply(what, &reply)?;
-        if payload.len() != input.len() {
-            return Err(ClientError::Reply {
+        let sums: Vec<f64> = self.call(what, Call::AddBatch, input)?;
+        if sums.len() != count {
+            return Err(CodecError {
                 what,
-                detail: format!(
-                    "{} bytes of prefix sums for {} bytes of values",
-                    payload.len(),
-                    input.len()
-                ),
-            });
+                reason: format!("{} prefix sums for {count} values", sums.len()),
+            }
+            .into());
         }
-        out.extend(
-            payload
-                .chunks_exact(8)
-                .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
-        );
-        Ok(())
+        Ok(sums)
     }
 }
 
@@ -391,14 +269,21 @@ mod tests {
         ));
         // Malformed inputs are the service's errors, named by the boundary.
         assert!(matches!(
-            c.call("add", id::ADD, b"short"),
+            c.call::<f64>("add", Call::Add, b"short"),
             Err(ClientError::Enclave {
                 source: enclave::Error::Service { call_id: 1, .. },
                 ..
             })
         ));
-        assert!(c.call("add_batch", id::ADD_BATCH, &[0; 9]).is_err());
-        assert!(c.call("init", id::INIT, &[0; 15]).is_err());
+        assert!(
+            c.call::<Vec<f64>>("add_batch", Call::AddBatch, &[0; 9])
+                .is_err()
+        );
+        assert!(c.call::<()>("init", Call::Init, &[0; 15]).is_err());
+        // Trailing bytes are refused, not ignored.
+        let mut long = 1.0f64.encode();
+        long.push(0);
+        assert!(c.call::<f64>("add", Call::Add, &long).is_err());
         assert!(matches!(
             e.ecall(9, &[]),
             Err(enclave::Error::UnknownCall(9))
@@ -418,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn error_codes_round_trip_and_garbage_is_refused() {
+    fn errors_round_trip_and_garbage_is_refused() {
         let all = [
             TreeError::ZeroCapacity,
             TreeError::CapacityTooLarge { n: 9, max: 8 },
@@ -433,23 +318,15 @@ mod tests {
             TreeError::Entropy("no entropy".into()),
         ];
         for e in all {
-            match decode_reply("x", &encode_error(&e)) {
-                Err(ClientError::Tree(got)) => assert_eq!(got, e),
-                other => panic!("{e:?} came back as {other:?}"),
-            }
+            let reply: Result<f64, TreeError> = Err(e.clone());
+            assert_eq!(
+                decode::<Result<f64, TreeError>>("x", &reply.encode()),
+                Ok(Err(e))
+            );
         }
-        assert!(matches!(
-            decode_reply("x", &[]),
-            Err(ClientError::Reply { .. })
-        ));
-        assert!(matches!(
-            decode_reply("x", &[4, 1, 2]),
-            Err(ClientError::Reply { .. })
-        ));
-        assert!(matches!(
-            decode_reply("x", &[99; 25]),
-            Err(ClientError::Reply { .. })
-        ));
-        assert_eq!(decode_reply("x", &[0, 1, 2]).unwrap(), [1, 2]);
+        assert!(decode::<Result<f64, TreeError>>("x", &[]).is_err());
+        assert!(decode::<Result<f64, TreeError>>("x", &[1, 4, 1, 2]).is_err());
+        assert!(decode::<Result<f64, TreeError>>("x", &[1, 99]).is_err());
+        assert!(decode::<Result<f64, TreeError>>("x", &[0, 1, 2]).is_err());
     }
 }

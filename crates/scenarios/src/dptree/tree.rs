@@ -28,7 +28,14 @@ use rand_core::{CryptoRng, RngCore, SeedableRng};
 pub const MAX_CAPACITY: u64 = 1 << 26;
 
 /// Why a tree could not be built or refused an operation.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    thiserror::Error,
+    parity_scale_codec::Encode,
+    parity_scale_codec::Decode,
+)]
 pub enum TreeError {
     /// `n = 0`: a tree must hold at least one element.
     #[error("the capacity n must be at least 1")]

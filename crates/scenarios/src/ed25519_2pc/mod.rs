@@ -37,7 +37,7 @@ use measure::record::{Body, Value};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
-use crate::gc2pc::{hex, unhex};
+use crate::hex::{hex, unhex};
 use crate::{At, Context, Preset, Scenario, ScenarioError};
 use analysis::{Counts, GateCosts, Ours};
 

@@ -21,7 +21,9 @@ use hpke::kdf::HkdfSha256;
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, Kem, OpModeR, Serializable};
 use measure::sampler::black_box;
-use parity_scale_codec::{Compact, DecodeAll, Encode};
+use parity_scale_codec::{Compact, Encode};
+
+use crate::codec::decode;
 
 use super::proto::{
     CALL_WORKER, Call, Era, Extrinsic, Payload, PublicKeys, SetupRequest, State, Step, StepRequest,
@@ -219,7 +221,7 @@ fn hpke_decrypt(sk: &HpkePrivateKey, payload: &[u8]) -> Result<Vec<u8>, TxFault>
 }
 
 fn decode_payload(bytes: &[u8]) -> Result<Payload, TxFault> {
-    Payload::decode_all(&mut &bytes[..]).map_err(|_| TxFault::PayloadMalformed)
+    decode::<Payload>("payload", bytes).map_err(|_| TxFault::PayloadMalformed)
 }
 
 fn state_read(ctx: &mut Ctx<'_>, dir: &str) -> Result<Vec<u8>, TxFault> {
@@ -247,7 +249,7 @@ pub fn state_decrypt(key: &LessSafeKey, file: &[u8]) -> Result<State, TxFault> {
             &mut buf,
         )
         .map_err(|_| TxFault::StateTampered)?;
-    State::decode_all(&mut &pt[..]).map_err(|_| TxFault::StateMalformed)
+    decode::<State>("state", pt).map_err(|_| TxFault::StateMalformed)
 }
 
 /// Encrypts the state under a fresh random nonce (see [`state_decrypt`]).
@@ -375,7 +377,7 @@ impl Worker {
         ctx: &mut Ctx<'_>,
         generate: bool,
     ) -> Result<PublicKeys, TxFault> {
-        let req = SetupRequest::decode_all(&mut &input[..]).map_err(bad_request)?;
+        let req = decode::<SetupRequest>("setup request", input).map_err(bad_request)?;
         let dir = req.dir.as_str();
         if ctx.sealer().is_none() {
             return Err(TxFault::NoSealing);
@@ -465,7 +467,7 @@ impl Worker {
     /// a failed transaction leaves the state file as it was.
     fn tx(&self, input: &[u8], ctx: &mut Ctx<'_>) -> Result<TxOk, TxFault> {
         let mut t = Timer::new();
-        let req = TxRequest::decode_all(&mut &input[..]).map_err(bad_request)?;
+        let req = decode::<TxRequest>("tx request", input).map_err(bad_request)?;
         let guard = self.session();
         let s = guard.as_ref().ok_or(TxFault::NotSetUp)?;
         let c = req.config;
@@ -562,7 +564,7 @@ impl Worker {
     /// `STEP_ALONE`: one step `iters` times, inputs prepared beforehand; the time of the
     /// loop in ns.
     fn alone(&self, input: &[u8], ctx: &mut Ctx<'_>) -> Result<u64, TxFault> {
-        let r = StepRequest::decode_all(&mut &input[..]).map_err(bad_request)?;
+        let r = decode::<StepRequest>("step request", input).map_err(bad_request)?;
         let guard = self.session();
         let s = guard.as_ref().ok_or(TxFault::NotSetUp)?;
         let dir = s.dir.as_str();

@@ -66,31 +66,8 @@ pub fn assert_valid(records: &[Record]) {
     }
 }
 
-/// Runs named tests in order, prints a libtest-like line for each, and exits non-zero if
-/// any failed. Arguments that are not flags select the tests whose name contains one.
-pub fn run_tests(tests: &[(&str, fn())]) {
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let mut failed = Vec::new();
-    let mut ran = 0;
-    for (name, f) in tests {
-        if !filters.is_empty() && !filters.iter().any(|x| name.contains(x.as_str())) {
-            continue;
-        }
-        ran += 1;
-        print!("test {name} ... ");
-        match std::panic::catch_unwind(f) {
-            Ok(()) => println!("ok"),
-            Err(_) => {
-                println!("FAILED");
-                failed.push(*name);
-            }
-        }
-    }
-    println!("{ran} tests, {} failed {failed:?}", failed.len());
-    if !failed.is_empty() {
-        std::process::exit(1);
-    }
+/// Runs the named tests with the runner harness-less test binaries share
+/// ([`enclave::testing::run`]) and exits.
+pub fn run_tests(tests: &[(&str, fn())]) -> ! {
+    enclave::testing::run(tests)
 }

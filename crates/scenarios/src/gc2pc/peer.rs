@@ -1,0 +1,249 @@
+//! The evaluator party: this binary re-executed as a child process that connects back over
+//! loopback TCP, and the garbler's side of one two-party session with it.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use garble::channel::{ChannelError, TcpChannel};
+use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
+use garble::session::{self, SessionOptions, SessionReport};
+use garble::{Circuit, Party};
+
+use super::circuit;
+use crate::hex::{hex, unhex};
+use crate::{At, ScenarioError};
+
+/// Environment variable that makes this binary the evaluator of one session.
+pub const EVALUATOR_ENV: &str = "CCBENCH_GC_EVALUATOR";
+
+/// How long either party waits for the other before giving up.
+pub(super) const PEER_TIMEOUT: Duration = Duration::from_secs(60);
+
+// ---------------------------------------------------------------------------------------
+// The evaluator process.
+
+/// What the evaluator child is told, through [`EVALUATOR_ENV`].
+pub(super) struct EvaluatorSpec {
+    addr: String,
+    circuit: String,
+    evaluations: u64,
+    input: Vec<u8>,
+}
+
+impl EvaluatorSpec {
+    fn encode(&self) -> String {
+        format!(
+            "v1;{};{};{};{}",
+            self.addr,
+            self.circuit,
+            self.evaluations,
+            hex(&self.input)
+        )
+    }
+
+    fn decode(s: &str) -> Result<EvaluatorSpec, String> {
+        let parts: Vec<&str> = s.split(';').collect();
+        let [version, addr, circuit, evaluations, input] = parts[..] else {
+            return Err(format!(
+                "{EVALUATOR_ENV}: expected 5 fields, got {}",
+                parts.len()
+            ));
+        };
+        if version != "v1" {
+            return Err(format!("{EVALUATOR_ENV}: unknown version {version:?}"));
+        }
+        Ok(EvaluatorSpec {
+            addr: addr.to_owned(),
+            circuit: circuit.to_owned(),
+            evaluations: evaluations
+                .parse()
+                .map_err(|_| format!("{EVALUATOR_ENV}: bad evaluation count {evaluations:?}"))?,
+            input: unhex(input)?,
+        })
+    }
+}
+
+/// Runs one evaluator session from its spec; prints `ok <output hex>` on success.
+pub(super) fn evaluate(spec: &str) -> Result<String, String> {
+    let spec = EvaluatorSpec::decode(spec)?;
+    let c = circuit(&spec.circuit).map_err(|e| e.to_string())?;
+    let bits = bits_from_bytes_exact(Party::Evaluator, &spec.input, c.evaluator_input_bits())
+        .map_err(|e| e.to_string())?;
+    let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
+    let n = usize::try_from(spec.evaluations).map_err(|e| e.to_string())?;
+    let out = session::run_evaluator(&mut ch, &c, &vec![bits; n], &SessionOptions::default())
+        .map_err(|e| e.to_string())?;
+    let first = out.output_bytes().into_iter().next().unwrap_or_default();
+    if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
+        return Err("evaluations of the same inputs gave different outputs".into());
+    }
+    Ok(format!("ok {}", hex(&first)))
+}
+
+/// Becomes the evaluator of one session and exits when this process was started as one;
+/// returns at once otherwise. Called first thing in `main` (see [`crate::run_if_child`]).
+pub fn run_if_evaluator() {
+    let Some(spec) = std::env::var_os(EVALUATOR_ENV) else {
+        return;
+    };
+    let code = match evaluate(&spec.to_string_lossy()) {
+        Ok(line) => {
+            println!("{line}");
+            0
+        }
+        Err(e) => {
+            eprintln!("gc-2pc evaluator: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+// ---------------------------------------------------------------------------------------
+// The garbler side.
+
+/// One two-party session over loopback TCP: this process garbles, a child process (this
+/// binary, which must call [`crate::run_if_child`] first thing) evaluates the library
+/// circuit `name` (`c` is the same circuit, already built). Returns the garbler's report
+/// after checking both parties' outputs against plain evaluation.
+pub fn two_party(
+    name: &str,
+    c: &Circuit,
+    garbler_input: &[u8],
+    evaluator_input: &[u8],
+    evaluations: u64,
+) -> Result<SessionReport, ScenarioError> {
+    let fail = |m: String| ScenarioError::step("two-party session", m);
+    let expected = c
+        .eval_bytes(garbler_input, evaluator_input)
+        .at("two-party session")?;
+    let listener = TcpListener::bind("127.0.0.1:0").at("two-party session")?;
+    let addr = listener.local_addr().at("two-party session")?;
+    let spec = EvaluatorSpec {
+        addr: addr.to_string(),
+        circuit: name.to_owned(),
+        evaluations,
+        input: evaluator_input.to_vec(),
+    };
+    let exe = std::env::current_exe().at("two-party session: own executable")?;
+    let mut child = Command::new(exe)
+        .env(EVALUATOR_ENV, spec.encode())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .at("two-party session: starting the evaluator")?;
+    let garbled = (|| {
+        let mut ch = accept_from(&listener, &mut child)?;
+        let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
+            .map_err(|e| e.to_string())?;
+        let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
+        session::run_garbler(&mut ch, c, &vec![bits; n], &SessionOptions::default())
+            .map_err(|e| e.to_string())
+    })();
+    if garbled.is_err() {
+        // The evaluator may be stuck waiting for us: do not wait for its timeout.
+        let _ = child.kill();
+    }
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut stdout);
+    }
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_string(&mut stderr);
+    }
+    let status = child
+        .wait()
+        .at("two-party session: waiting for the evaluator")?;
+    let out = garbled.map_err(|e| {
+        fail(format!(
+            "garbler: {e}; evaluator ({status}): {}",
+            stderr.trim()
+        ))
+    })?;
+    if !status.success() {
+        return Err(fail(format!(
+            "evaluator failed ({status}): {}",
+            stderr.trim()
+        )));
+    }
+    let want = format!("ok {}", hex(&expected));
+    if stdout.trim() != want {
+        return Err(fail(format!(
+            "the evaluator's output {:?} differs from plain evaluation {want:?}",
+            stdout.trim()
+        )));
+    }
+    if out.output_bytes().iter().any(|o| *o != expected) {
+        return Err(fail(
+            "the garbler's output differs from plain evaluation".into(),
+        ));
+    }
+    Ok(out.report)
+}
+
+/// Waits for the evaluator to connect, giving up at once if it exits first (bad input,
+/// failed start) and after [`PEER_TIMEOUT`] otherwise.
+pub(super) fn accept_from(listener: &TcpListener, child: &mut Child) -> Result<TcpChannel, String> {
+    let start = Instant::now();
+    loop {
+        match TcpChannel::accept(listener, Duration::from_millis(50)) {
+            Ok(ch) => return Ok(ch),
+            Err(ChannelError::Timeout(_)) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!("the evaluator exited ({status}) before connecting"));
+                }
+                if start.elapsed() > PEER_TIMEOUT {
+                    return Err(format!(
+                        "the evaluator did not connect within {PEER_TIMEOUT:?}"
+                    ));
+                }
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// A circuit from a Bristol Fashion (or old Bristol) file, or, when no such file exists, from
+/// the library by name (`aes128`, `sha256`, `mul1024`, `mulN`).
+pub fn load_circuit(spec: &str) -> Result<Circuit, String> {
+    let path = std::path::Path::new(spec);
+    if !path.exists()
+        && let Some(c) = garble::library::by_name(spec)
+    {
+        return Ok(c);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{spec}: {e} (and it is not a library circuit: {})",
+            garble::library::NAMES.join(", ")
+        )
+    })?;
+    garble::bristol::parse(&text).map_err(|e| format!("{spec}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluator_spec_round_trips_and_rejects_bad_fields() {
+        let s = EvaluatorSpec {
+            addr: "127.0.0.1:4000".into(),
+            circuit: "aes128".into(),
+            evaluations: 7,
+            input: vec![1, 2, 3],
+        };
+        let d = EvaluatorSpec::decode(&s.encode()).unwrap();
+        assert_eq!(
+            (d.addr.as_str(), d.circuit.as_str(), d.evaluations, d.input),
+            ("127.0.0.1:4000", "aes128", 7, vec![1, 2, 3])
+        );
+        assert!(EvaluatorSpec::decode("v2;a;b;1;00").is_err());
+        assert!(EvaluatorSpec::decode("v1;a;b;x;00").is_err());
+        assert!(EvaluatorSpec::decode("v1;a;b").is_err());
+    }
+}
