@@ -48,9 +48,11 @@ pub enum GcCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum GcCircuitCommand {
-    /// Write a library circuit as a Bristol Fashion file.
+    /// Write a library circuit as a Bristol Fashion file (generated circuits such as
+    /// ed25519-sign are streamed to the file, never held in memory).
     Build {
-        /// aes128, sha256, mul1024 (or mulN, N in 1..=4096).
+        /// aes128, sha256, mul1024 (or mulN, N in 1..=4096), ed25519-sign (64-byte
+        /// message) or ed25519-sign:LEN (a LEN-byte message).
         name: String,
         /// The file to write.
         #[arg(short, long)]
@@ -58,14 +60,17 @@ pub enum GcCircuitCommand {
     },
     /// Gate counts, depth and input/output widths of a circuit.
     Stats {
-        /// A Bristol file, or a library circuit name.
+        /// A Bristol file, a library circuit name, or ed25519-sign[:LEN].
         circuit: String,
     },
 }
 
 #[derive(Debug, Args)]
 pub struct PartyArgs {
-    /// A Bristol (Fashion or old) file, or a library circuit name (aes128, sha256, mul1024).
+    /// A Bristol (Fashion or old) file, a library circuit name (aes128, sha256, mul1024),
+    /// or ed25519-sign[:LEN]: RFC 8032 signing on a key XOR-shared between the parties
+    /// (the garbler's input is its 64-byte share of `seed || public key` followed by the
+    /// LEN-byte message, default 64; the evaluator's is its 64-byte share).
     #[arg(long)]
     pub circuit: String,
     /// This party's input as hex, least significant bit of the first byte first; exactly
@@ -96,6 +101,10 @@ pub struct EvaluateArgs {
     /// The garbler's address.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7766")]
     pub connect: String,
+    /// ed25519-sign only: the message (hex), if the evaluator knows it; the signature
+    /// is then verified on this side too (the garbler always verifies it).
+    #[arg(long, value_name = "HEX")]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -9,6 +9,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use garble::channel::TcpChannel;
 use garble::circuit::bits_from_bytes_exact;
+use garble::ed25519::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES};
+use garble::generator::Generator as _;
 use garble::session::{self, SessionOptions};
 use garble::{Circuit, GateKind, Party};
 use measure::record::{Body, Record};
@@ -20,11 +22,206 @@ use crate::args::{GcCircuitCommand, GcCommand, PartyArgs};
 
 pub fn gc(cmd: GcCommand) -> Result<ExitCode> {
     match cmd {
-        GcCommand::Garble(a) => party(Party::Garbler, a.party, &a.listen),
-        GcCommand::Evaluate(a) => party(Party::Evaluator, a.party, &a.connect),
-        GcCommand::Circuit(GcCircuitCommand::Build { name, output }) => build(&name, &output),
-        GcCommand::Circuit(GcCircuitCommand::Stats { circuit }) => stats(&circuit),
+        GcCommand::Garble(a) => match ed25519_circuit(&a.party.circuit)? {
+            Some(c) => sign_party(Party::Garbler, c, a.party, &a.listen, None),
+            None => party(Party::Garbler, a.party, &a.listen),
+        },
+        GcCommand::Evaluate(a) => match ed25519_circuit(&a.party.circuit)? {
+            Some(c) => sign_party(
+                Party::Evaluator,
+                c,
+                a.party,
+                &a.connect,
+                a.message.as_deref(),
+            ),
+            None => party(Party::Evaluator, a.party, &a.connect),
+        },
+        GcCommand::Circuit(GcCircuitCommand::Build { name, output }) => {
+            match ed25519_circuit(&name)? {
+                Some(c) => build_generated(&name, &c, &output),
+                None => build(&name, &output),
+            }
+        }
+        GcCommand::Circuit(GcCircuitCommand::Stats { circuit }) => {
+            match ed25519_circuit(&circuit)? {
+                Some(c) => stats_generated(&circuit, &c),
+                None => stats(&circuit),
+            }
+        }
     }
+}
+
+/// Longest message an `ed25519-sign:LEN` circuit takes (eight SHA-512 blocks).
+const MAX_MESSAGE: usize = 1024;
+
+/// `ed25519-sign` (a 64-byte message, as in the published run) or `ed25519-sign:LEN`;
+/// `None` for any other circuit name.
+fn ed25519_circuit(spec: &str) -> Result<Option<Ed25519Sign>> {
+    if spec == "ed25519-sign" {
+        return Ok(Some(Ed25519Sign::PUBLISHED));
+    }
+    let Some(len) = spec.strip_prefix("ed25519-sign:") else {
+        return Ok(None);
+    };
+    match len.parse::<usize>() {
+        Ok(n) if n <= MAX_MESSAGE => Ok(Some(Ed25519Sign { msg_len: n })),
+        _ => Err(Exit::usage(format!(
+            "{spec}: the message length must be a number of bytes in 0..={MAX_MESSAGE}"
+        ))
+        .into()),
+    }
+}
+
+/// A temporary file next to `output`, persisted only when `write` succeeds: never a
+/// half-written circuit file.
+fn write_atomically(
+    output: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<()> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    write(tmp.as_file_mut()).with_context(|| format!("writing {}", output.display()))?;
+    tmp.persist(output)
+        .map_err(|e| e.error)
+        .with_context(|| format!("writing {}", output.display()))?;
+    Ok(())
+}
+
+fn build_generated(name: &str, c: &Ed25519Sign, output: &Path) -> Result<ExitCode> {
+    let mut written = None;
+    write_atomically(output, |f| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let (n, st) = garble::stream::write_bristol(c, &mut w)?;
+        w.flush()?;
+        written = Some((n, st));
+        Ok(())
+    })?;
+    if let Some((bytes, st)) = written {
+        let s = st.stats;
+        println!(
+            "{}: {name}, {} gates ({} AND) plus {} output copies, {} wires, {bytes} bytes ({:.2} GB)",
+            output.display(),
+            s.gates,
+            s.and_gates(),
+            s.output_bits,
+            s.wires + s.output_bits,
+            bytes as f64 / 1e9
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stats_generated(spec: &str, c: &Ed25519Sign) -> Result<ExitCode> {
+    let st = garble::generator::stats(c);
+    print_stats(spec, &st.stats);
+    println!("message            {} bytes", c.msg_len);
+    println!("digest             {}", hex(&st.digest));
+    println!(
+        "(generated circuit: garbled as it is generated, never stored; `ccbench gc circuit build` streams it to a Bristol file)"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One party of a two-party Ed25519 signature. The garbler's input is its key share
+/// and the message, the evaluator's its key share; both print the signature, which the
+/// garbler (and the evaluator, given the message) verifies.
+fn sign_party(
+    role: Party,
+    c: Ed25519Sign,
+    a: PartyArgs,
+    addr: &str,
+    message: Option<&str>,
+) -> Result<ExitCode> {
+    let input = unhex(&a.input).map_err(|e| anyhow::anyhow!("--input: {e}"))?;
+    let share_note = "a key share is 64 bytes: this party's XOR share of `seed || public key`";
+    let expected = match role {
+        Party::Garbler => KEY_BYTES + c.msg_len,
+        Party::Evaluator => KEY_BYTES,
+    };
+    if input.len() != expected {
+        anyhow::bail!(match role {
+            Party::Garbler => format!(
+                "--input: the garbler's input is its key share followed by the {}-byte message ({} bytes), got {} bytes ({share_note})",
+                c.msg_len,
+                expected,
+                input.len()
+            ),
+            Party::Evaluator => format!(
+                "--input: the evaluator's input is its key share, got {} bytes ({share_note})",
+                input.len()
+            ),
+        });
+    }
+    let message = match (role, message) {
+        (Party::Garbler, _) => Some(input[KEY_BYTES..].to_vec()),
+        (Party::Evaluator, Some(m)) => {
+            let m = unhex(m).map_err(|e| anyhow::anyhow!("--message: {e}"))?;
+            if m.len() != c.msg_len {
+                anyhow::bail!(
+                    "--message: {} bytes, the circuit signs {}-byte messages",
+                    m.len(),
+                    c.msg_len
+                );
+            }
+            Some(m)
+        }
+        (Party::Evaluator, None) => None,
+    };
+    if a.evaluations != 1 {
+        anyhow::bail!("--evaluations: ed25519-sign runs one signature per session");
+    }
+    let bits = garble::circuit::bits_from_bytes(&input, 8 * input.len());
+    let timeout = Duration::from_secs_f64(a.timeout);
+    let opts = SessionOptions::default();
+    let (out, label) = match role {
+        Party::Garbler => {
+            eprintln!("garbler: waiting for the evaluator on {addr}");
+            let mut ch = TcpChannel::listen(addr, timeout)
+                .with_context(|| format!("waiting for the evaluator on {addr}"))?;
+            let out = garble::stream::run_garbler(&mut ch, &c, &bits, &opts)
+                .context("the two-party session failed")?;
+            (out, "garbler")
+        }
+        Party::Evaluator => {
+            let mut ch = TcpChannel::connect(addr, timeout)
+                .with_context(|| format!("connecting to the garbler at {addr}"))?;
+            let out = garble::stream::run_evaluator(&mut ch, &c, &bits, &opts)
+                .context("the two-party session failed")?;
+            (out, "evaluator")
+        }
+    };
+    let r = &out.report;
+    let name = c.name();
+    let rec = Record::new(
+        "gc",
+        label,
+        measure::params! {"circuit" => name.as_str(), "evaluations" => 1u64},
+        Body::Stages(stage_breakdown(&format!("{label}, {name}"), r)),
+    );
+    eprintln!("{}", report::terminal_summary(&[rec]));
+    let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
+    if bytes.len() != OUTPUT_BYTES {
+        anyhow::bail!("the session returned {} output bytes", bytes.len());
+    }
+    let mut sig = [0u8; 64];
+    sig.copy_from_slice(&bytes[..64]);
+    let mut pk = [0u8; 32];
+    pk.copy_from_slice(&bytes[64..]);
+    eprintln!("public key         {}", hex(&pk));
+    println!("{}", hex(&sig));
+    match message {
+        Some(m) if !garble::ed25519::verify(&pk, &m, &sig) => anyhow::bail!(
+            "the signature does not verify under the public key {}: the peer sent garbage, or the key shares do not belong to one key",
+            hex(&pk)
+        ),
+        Some(_) => eprintln!("signature verifies"),
+        None => eprintln!("signature not verified here (no --message)"),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn circuit(spec: &str) -> Result<Circuit> {
@@ -64,7 +261,11 @@ fn build(name: &str, output: &Path) -> Result<ExitCode> {
 
 fn stats(spec: &str) -> Result<ExitCode> {
     let c = circuit(spec)?;
-    let s = c.stats();
+    print_stats(spec, &c.stats());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_stats(spec: &str, s: &garble::Stats) {
     println!("circuit            {spec}");
     println!("gates              {}", s.gates);
     for k in [
@@ -86,7 +287,6 @@ fn stats(spec: &str) -> Result<ExitCode> {
         s.and_gates() * garble::gc::TABLE_BYTES as u64,
         garble::gc::TABLE_BYTES
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {

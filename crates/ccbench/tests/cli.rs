@@ -644,3 +644,240 @@ fn a_failed_check_of_the_run_exits_3_after_writing_everything() {
             .contains("Findings about the published figures (not failures of this run)")
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// ed25519-sign: the signature circuit, by hand.
+
+fn hexs(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A key `seed || A`, an evaluator share (the mask), the garbler's share and a message.
+fn sign_inputs() -> ([u8; 64], Vec<u8>, Vec<u8>, Vec<u8>) {
+    let seed: [u8; 32] = core::array::from_fn(|i| i as u8 * 3 + 1);
+    let mut key = [0u8; 64];
+    key[..32].copy_from_slice(&seed);
+    key[32..].copy_from_slice(&garble::ed25519::public_key(&seed));
+    let mask: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(101) ^ 0x3c).collect();
+    let gshare: Vec<u8> = key.iter().zip(&mask).map(|(k, m)| k ^ m).collect();
+    let msg: Vec<u8> = (0..64u8).collect();
+    (key, mask, gshare, msg)
+}
+
+#[test]
+fn gc_ed25519_stats_print_the_and_count() {
+    let o = run(&["gc", "circuit", "stats", "ed25519-sign"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let and: u64 = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("AND"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("an AND line");
+    assert!(and > 10_000_000 && and <= 40_000_000, "{out}");
+    assert!(out.contains("AND depth"), "{out}");
+}
+
+#[test]
+fn gc_ed25519_two_processes_print_the_same_verifying_signature() {
+    let (key, mask, gshare, msg) = sign_inputs();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let garbler = ccbench()
+        .args([
+            "gc",
+            "garble",
+            "--circuit",
+            "ed25519-sign",
+            "--input",
+            &format!("{}{}", hexs(&gshare), hexs(&msg)),
+            "--listen",
+            &addr,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let e = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "ed25519-sign",
+        "--input",
+        &hexs(&mask),
+        "--connect",
+        &addr,
+        "--message",
+        &hexs(&msg),
+    ]);
+    let g = garbler.wait_with_output().unwrap();
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    let want = hexs(&garble::ed25519::reference_sign(&key, &msg));
+    assert_eq!(String::from_utf8_lossy(&g.stdout).trim(), want);
+    assert_eq!(String::from_utf8_lossy(&e.stdout).trim(), want);
+    assert!(stderr(&e).contains("signature verifies"), "{}", stderr(&e));
+}
+
+#[test]
+fn gc_ed25519_bad_input_and_bad_peers_fail_cleanly() {
+    let (_, mask, gshare, msg) = sign_inputs();
+    // A share that is not 64 bytes; a garbler input without its message.
+    let o = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "ed25519-sign",
+        "--input",
+        &hexs(&mask[..63]),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("key share"), "{}", stderr(&o));
+    let o = run(&[
+        "gc",
+        "garble",
+        "--circuit",
+        "ed25519-sign",
+        "--input",
+        &hexs(&gshare),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("64-byte message"), "{}", stderr(&o));
+
+    // A peer with a different circuit (a 3-byte message): both refuse at Init.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let garbler = ccbench()
+        .args([
+            "gc",
+            "garble",
+            "--circuit",
+            "ed25519-sign",
+            "--input",
+            &format!("{}{}", hexs(&gshare), hexs(&msg)),
+            "--listen",
+            &addr,
+            "--timeout",
+            "20",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let e = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "ed25519-sign:3",
+        "--input",
+        &hexs(&mask),
+        "--connect",
+        &addr,
+        "--timeout",
+        "20",
+    ]);
+    let g = garbler.wait_with_output().unwrap();
+    assert_eq!(g.status.code(), Some(1), "{}", stderr(&g));
+    assert_eq!(e.status.code(), Some(1), "{}", stderr(&e));
+    assert!(stderr(&g).contains("different circuit"), "{}", stderr(&g));
+    assert!(stderr(&e).contains("different circuit"), "{}", stderr(&e));
+    assert!(start.elapsed() < Duration::from_secs(20));
+
+    // A "garbler" that answers with garbage: the evaluator reports it and exits 1.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let fake = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut s, _) = listener.accept().unwrap();
+        let _ = s.write_all(&[0xa5; 4096]);
+        std::thread::sleep(Duration::from_millis(500));
+    });
+    let e = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "ed25519-sign",
+        "--input",
+        &hexs(&mask),
+        "--connect",
+        &addr,
+        "--timeout",
+        "10",
+    ]);
+    fake.join().unwrap();
+    assert_eq!(e.status.code(), Some(1), "{}", stderr(&e));
+    assert!(stderr(&e).contains("not a ccbench"), "{}", stderr(&e));
+
+    // An evaluator that disconnects mid-session: the garbler fails promptly.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let garbler = ccbench()
+        .args([
+            "gc",
+            "garble",
+            "--circuit",
+            "ed25519-sign",
+            "--input",
+            &format!("{}{}", hexs(&gshare), hexs(&msg)),
+            "--listen",
+            &addr,
+            "--timeout",
+            "20",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ev = ccbench()
+        .args([
+            "gc",
+            "evaluate",
+            "--circuit",
+            "ed25519-sign",
+            "--input",
+            &hexs(&mask),
+            "--connect",
+            &addr,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = ev.kill();
+    let _ = ev.wait();
+    let g = garbler.wait_with_output().unwrap();
+    assert_eq!(g.status.code(), Some(1), "{}", stderr(&g));
+    assert!(stderr(&g).contains("session failed"), "{}", stderr(&g));
+    assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = run(&[
+        "run",
+        "ed25519-2pc",
+        "--quick",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let kinds = validate_file(&out.join("results.jsonl"));
+    assert!(kinds.iter().any(|k| k == "stages"), "{kinds:?}");
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    for needle in [
+        "Compile",
+        "gates-ed25519-sign",
+        "published-vs-ours",
+        "peak_rss_evaluator_bytes",
+        "bytes_on_wire",
+        "signature-matches-plain",
+        "and-gates-vs-mpc",
+    ] {
+        assert!(text.contains(needle), "{needle} missing");
+    }
+    // Every check of this run passes or warns (time and memory depend on the machine).
+    assert!(!text.contains("\"verdict\":\"fail\""), "{text}");
+}

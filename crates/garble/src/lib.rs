@@ -9,12 +9,17 @@
 //! * [`ot`]: base OT (Chou-Orlandi over Ristretto) and IKNP extension.
 //! * [`channel`]: TCP and in-memory channels.
 //! * [`session`]: the two-party protocol with stage reports.
+//! * [`generator`]: circuits as generators (too large to store); [`ed25519`]:
+//!   Ed25519 signing as one; [`stream`]: garbling and evaluating a
+//!   generator's gates as they are emitted, and its two-party session.
 
 pub mod bristol;
 pub mod builder;
 pub mod channel;
 pub mod circuit;
+pub mod ed25519;
 pub mod gc;
+pub mod generator;
 pub mod hash;
 pub mod library;
 pub mod microbench;
@@ -22,6 +27,7 @@ pub mod ot;
 pub mod program;
 mod sbox;
 pub mod session;
+pub mod stream;
 
 pub use builder::{Bit, Builder};
 pub use circuit::{Circuit, CircuitError, Gate, GateKind, Party, Stats};

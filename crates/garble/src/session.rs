@@ -233,22 +233,22 @@ pub enum SessionError {
     Backend(#[from] BackendUnavailable),
 }
 
-struct Stages {
-    acc: Vec<StageReport>,
+pub(crate) struct Stages {
+    pub(crate) acc: Vec<StageReport>,
     cur: Option<(Stage, Instant, Counters)>,
 }
 
 /// A channel's four byte counters at one moment.
 #[derive(Clone, Copy, Debug, Default)]
-struct Counters {
-    sent: u64,
-    received: u64,
-    wire_sent: u64,
-    wire_received: u64,
+pub(crate) struct Counters {
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    pub(crate) wire_sent: u64,
+    pub(crate) wire_received: u64,
 }
 
 impl Counters {
-    fn of<C: Channel>(ch: &C) -> Counters {
+    pub(crate) fn of<C: Channel>(ch: &C) -> Counters {
         Counters {
             sent: ch.bytes_sent(),
             received: ch.bytes_received(),
@@ -258,7 +258,7 @@ impl Counters {
     }
 
     /// What moved since `earlier`.
-    fn since(self, earlier: Counters) -> Counters {
+    pub(crate) fn since(self, earlier: Counters) -> Counters {
         Counters {
             sent: self.sent - earlier.sent,
             received: self.received - earlier.received,
@@ -269,7 +269,7 @@ impl Counters {
 }
 
 impl Stages {
-    fn new() -> Stages {
+    pub(crate) fn new() -> Stages {
         Stages {
             acc: Stage::ALL
                 .iter()
@@ -286,12 +286,12 @@ impl Stages {
         }
     }
 
-    fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
+    pub(crate) fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
         self.close(ch);
         self.cur = Some((s, Instant::now(), Counters::of(ch)));
     }
 
-    fn close<C: Channel>(&mut self, ch: &C) {
+    pub(crate) fn close<C: Channel>(&mut self, ch: &C) {
         if let Some((s, t, at)) = self.cur.take() {
             let d = Counters::of(ch).since(at);
             let r = &mut self.acc[s as usize];

@@ -8,6 +8,7 @@ pub mod codec;
 pub mod context;
 pub mod crypto;
 pub mod dptree;
+pub mod ed25519_2pc;
 pub mod gc2pc;
 pub mod hex;
 pub mod sealing;
@@ -97,6 +98,7 @@ pub fn registry() -> &'static [&'static dyn Scenario] {
         &transitions::TransitionsScenario,
         &sealing::SealingScenario,
         &gc2pc::Gc2pc,
+        &ed25519_2pc::Ed25519Pc,
         &txpipeline::TxPipeline,
         &x509::X509,
         &dptree::DpTree,
@@ -116,12 +118,14 @@ pub fn enclave_services() -> enclave::Registry {
     x509::register(r)
 }
 
-/// Becomes the enclave, or the evaluator party of a `gc-2pc` session, and never returns
+/// Becomes the enclave, or the evaluator party of a `gc-2pc` session or an `ed25519-2pc`
+/// signature, and never returns
 /// when this process was started as one; returns at once otherwise. A binary that runs
 /// scenarios calls this first thing in `main`: those scenarios re-execute it.
 pub fn run_if_child() {
     enclave::child::run_if_enclave(&enclave_services());
     gc2pc::run_if_evaluator();
+    ed25519_2pc::run_if_evaluator();
 }
 
 /// Looks a scenario up by name.

@@ -1,0 +1,408 @@
+//! RFC 8032 Ed25519 signing as one generated circuit, on a key XOR-shared
+//! between the garbler and the evaluator, and a plain reference.
+//!
+//! Inputs: the garbler's 64-byte share of the key `seed || A` (the common
+//! layout: 32-byte seed, then the encoded public key) followed by the
+//! message (a fixed length per circuit); the evaluator's 64-byte share.
+//! Outputs (to both parties): the 64-byte signature `enc(R) || S`, then the
+//! 32-byte public key `A` (public by definition; with it each party checks
+//! the signature it receives).
+//!
+//! ```text
+//! h = SHA-512(seed)           a = clamp(h[0..32])      prefix = h[32..64]
+//! r = SHA-512(prefix || M) mod L                       R = r B
+//! k = SHA-512(enc(R) || A || M) mod L                  S = (r + k a) mod L
+//! ```
+
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::scalar::Scalar;
+use sha2::{Digest, Sha512};
+
+use super::{point, scalar, sha512};
+use crate::generator::{Gen, Generator, W, Word};
+
+/// Key bytes (`seed || A`), per share.
+pub const KEY_BYTES: usize = 64;
+
+/// Output bytes: signature (64) and public key (32).
+pub const OUTPUT_BYTES: usize = 96;
+
+/// The signing circuit for messages of exactly `msg_len` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ed25519Sign {
+    /// Message length in bytes.
+    pub msg_len: usize,
+}
+
+impl Ed25519Sign {
+    /// The circuit of the published run: a 64-byte message.
+    pub const PUBLISHED: Ed25519Sign = Ed25519Sign { msg_len: 64 };
+}
+
+/// The signature circuit's body: `enc(R) || S || A` from the key bits and
+/// the message bits.
+pub fn sign<G: Gen>(g: &mut G, key: &[W<G::L>], msg: &[W<G::L>]) -> Word<G::L> {
+    let (seed, pk) = key.split_at(256);
+    let h = sha512::sha512(g, seed);
+    // clamp: clear bits 0, 1, 2 and 255, set 254.
+    let mut a: Word<G::L> = h[..255].to_vec();
+    a[0] = W::ZERO;
+    a[1] = W::ZERO;
+    a[2] = W::ZERO;
+    a[254] = W::ONE;
+    let prefix = &h[256..512];
+    let rh = sha512::sha512(g, &[prefix, msg].concat());
+    let r = scalar::reduce512(g, &rh);
+    let big_r = point::mul_base(g, &r);
+    let enc_r = point::encode(g, &big_r);
+    let kh = sha512::sha512(g, &[&enc_r[..], pk, msg].concat());
+    let k = scalar::reduce512(g, &kh);
+    let mut s = scalar::mul_add(g, &r, &k, &a);
+    s.resize(256, W::ZERO);
+    let mut out = enc_r;
+    out.extend(s);
+    out.extend_from_slice(pk);
+    out
+}
+
+impl Generator for Ed25519Sign {
+    fn name(&self) -> String {
+        format!("ed25519-sign/msg{}", self.msg_len)
+    }
+    fn garbler_input_bits(&self) -> usize {
+        8 * (KEY_BYTES + self.msg_len)
+    }
+    fn evaluator_input_bits(&self) -> usize {
+        8 * KEY_BYTES
+    }
+    fn output_bits(&self) -> usize {
+        8 * OUTPUT_BYTES
+    }
+    fn generate<G: Gen>(
+        &self,
+        g: &mut G,
+        garbler: &[W<G::L>],
+        evaluator: &[W<G::L>],
+    ) -> Word<G::L> {
+        let key = g.xor_w(&garbler[..8 * KEY_BYTES], &evaluator[..8 * KEY_BYTES]);
+        sign(g, &key, &garbler[8 * KEY_BYTES..])
+    }
+}
+
+/// Plain RFC 8032 signing with curve25519-dalek and sha2 (the reference the
+/// circuit is checked against): the signature of `msg` under the key
+/// `seed || A` (`A` is used as given, as in the circuit).
+pub fn reference_sign(key: &[u8; 64], msg: &[u8]) -> [u8; 64] {
+    let h = Sha512::digest(&key[..32]);
+    let mut a = [0u8; 32];
+    a.copy_from_slice(&h[..32]);
+    a[0] &= 248;
+    a[31] &= 127;
+    a[31] |= 64;
+    let r = Scalar::from_bytes_mod_order_wide(
+        &Sha512::new()
+            .chain_update(&h[32..])
+            .chain_update(msg)
+            .finalize()
+            .into(),
+    );
+    let big_r = EdwardsPoint::mul_base(&r).compress();
+    let k = Scalar::from_bytes_mod_order_wide(
+        &Sha512::new()
+            .chain_update(big_r.as_bytes())
+            .chain_update(&key[32..])
+            .chain_update(msg)
+            .finalize()
+            .into(),
+    );
+    let s = r + k * Scalar::from_bytes_mod_order(a);
+    let mut sig = [0u8; 64];
+    sig[..32].copy_from_slice(big_r.as_bytes());
+    sig[32..].copy_from_slice(s.as_bytes());
+    sig
+}
+
+/// The public key `A = a B` of a seed.
+pub fn public_key(seed: &[u8; 32]) -> [u8; 32] {
+    let h = Sha512::digest(seed);
+    let mut a = [0u8; 32];
+    a.copy_from_slice(&h[..32]);
+    EdwardsPoint::mul_base_clamped(a).compress().0
+}
+
+/// RFC 8032 verification (cofactorless, canonical `S`): whether `sig` is a
+/// valid signature of `msg` under the encoded public key `pk`.
+pub fn verify(pk: &[u8; 32], msg: &[u8], sig: &[u8; 64]) -> bool {
+    let Some(a) = CompressedEdwardsY(*pk).decompress() else {
+        return false;
+    };
+    let mut rb = [0u8; 32];
+    rb.copy_from_slice(&sig[..32]);
+    let mut sb = [0u8; 32];
+    sb.copy_from_slice(&sig[32..]);
+    let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(sb)) else {
+        return false;
+    };
+    let k = Scalar::from_bytes_mod_order_wide(
+        &Sha512::new()
+            .chain_update(rb)
+            .chain_update(pk)
+            .chain_update(msg)
+            .finalize()
+            .into(),
+    );
+    // R' = S B - k A must encode to R.
+    let r = EdwardsPoint::vartime_double_scalar_mul_basepoint(&(-k), &a, &s);
+    r.compress().0 == rb
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::circuit::{bits_from_bytes, bytes_from_bits};
+    use crate::generator::{Counter, eval_plain};
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// RFC 8032, section 7.1, tests 1-3: (secret, public, message, signature).
+    const RFC8032: [(&str, &str, &str, &str); 3] = [
+        (
+            "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+            "",
+            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b",
+        ),
+        (
+            "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+            "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c",
+            "72",
+            "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00",
+        ),
+        (
+            "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+            "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025",
+            "af82",
+            "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a",
+        ),
+    ];
+
+    fn key_of(seed: &str, pk: &str) -> [u8; 64] {
+        let mut k = [0u8; 64];
+        k[..32].copy_from_slice(&unhex(seed));
+        k[32..].copy_from_slice(&unhex(pk));
+        k
+    }
+
+    #[test]
+    fn reference_matches_rfc8032() {
+        for (seed, pk, msg, sig) in RFC8032 {
+            let key = key_of(seed, pk);
+            let mut s = [0u8; 32];
+            s.copy_from_slice(&key[..32]);
+            assert_eq!(public_key(&s).to_vec(), unhex(pk));
+            let got = reference_sign(&key, &unhex(msg));
+            assert_eq!(got.to_vec(), unhex(sig));
+            let mut p = [0u8; 32];
+            p.copy_from_slice(&key[32..]);
+            assert!(verify(&p, &unhex(msg), &got));
+            let mut bad = got;
+            bad[5] ^= 1;
+            assert!(!verify(&p, &unhex(msg), &bad));
+        }
+    }
+
+    /// The whole circuit, evaluated in plain on XOR-shared keys, gives
+    /// RFC 8032's signatures.
+    #[test]
+    fn circuit_signs_rfc8032_vectors_on_shared_keys() {
+        let mut state = 0x243f_6a88_85a3_08d3u64;
+        for (seed, pk, msg, sig) in RFC8032 {
+            let key = key_of(seed, pk);
+            let msg = unhex(msg);
+            let mask: Vec<u8> = (0..64)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect();
+            let gshare: Vec<u8> = key.iter().zip(&mask).map(|(k, m)| k ^ m).collect();
+            let c = Ed25519Sign { msg_len: msg.len() };
+            let mut gin = gshare.clone();
+            gin.extend_from_slice(&msg);
+            let out = eval_plain(
+                &c,
+                &bits_from_bytes(&gin, c.garbler_input_bits()),
+                &bits_from_bytes(&mask, c.evaluator_input_bits()),
+            );
+            let out = bytes_from_bits(&out);
+            assert_eq!(out[..64].to_vec(), unhex(sig));
+            assert_eq!(out[64..].to_vec(), key[32..].to_vec());
+        }
+    }
+
+    /// The whole signature garbled and evaluated by two parties over an
+    /// in-memory channel (OT included), on RFC 8032's third vector.
+    #[test]
+    fn two_party_signature_matches_rfc8032() {
+        use crate::channel::mem_pair;
+        use crate::session::SessionOptions;
+        use crate::stream::{run_evaluator, run_garbler};
+        let (seed, pk, msg, sig) = RFC8032[2];
+        let key = key_of(seed, pk);
+        let msg = unhex(msg);
+        let mask: Vec<u8> = (0..64u8)
+            .map(|i| i.wrapping_mul(151).wrapping_add(7))
+            .collect();
+        let mut gin: Vec<u8> = key.iter().zip(&mask).map(|(k, m)| k ^ m).collect();
+        gin.extend_from_slice(&msg);
+        let c = Ed25519Sign { msg_len: msg.len() };
+        let gbits = bits_from_bytes(&gin, c.garbler_input_bits());
+        let ebits = bits_from_bytes(&mask, c.evaluator_input_bits());
+        let (mut x, mut y) = mem_pair(std::time::Duration::from_secs(60));
+        let opts = SessionOptions::default();
+        let (g, e) = std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, &c, &ebits, &opts));
+            let g = run_garbler(&mut x, &c, &gbits, &opts);
+            (g, e.join().unwrap())
+        });
+        let (g, e) = (g.unwrap(), e.unwrap());
+        for out in [&g.outputs[0], &e.outputs[0]] {
+            let b = bytes_from_bits(out);
+            assert_eq!(b[..64].to_vec(), unhex(sig));
+        }
+    }
+
+    #[test]
+    fn and_count_is_within_target() {
+        let s = crate::generator::stats(&Ed25519Sign::PUBLISHED);
+        eprintln!("ed25519-sign/msg64: {:?}", s.stats);
+        assert!(s.stats.and_gates() <= 40_000_000);
+        let _ = Counter::new();
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    //! Not a benchmark (numbers come from `ccbench run ed25519-2pc`): a
+    //! by-hand breakdown, `cargo test -p garble --release -- --ignored timing`.
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    #[ignore]
+    fn timing_breakdown() {
+        let t = Instant::now();
+        let _ = point::tables();
+        eprintln!("tables {:?}", t.elapsed());
+        let c = Ed25519Sign::PUBLISHED;
+        let t = Instant::now();
+        let s = crate::generator::stats(&c);
+        eprintln!("stats {:?} {}", t.elapsed(), s.stats.and_gates());
+        let g = vec![false; c.garbler_input_bits()];
+        let e = vec![true; c.evaluator_input_bits()];
+        let t = Instant::now();
+        let _ = crate::generator::eval_plain(&c, &g, &e);
+        eprintln!("plain {:?}", t.elapsed());
+        let h = crate::hash::Hasher::new();
+        let mut prg = crate::hash::Prg::from_seed([1; 16]);
+        let t = Instant::now();
+        let mut n = 0u64;
+        let mut sink = |b: &[u8]| {
+            n += b.len() as u64;
+            Ok::<(), ()>(())
+        };
+        let mut gg = crate::stream::StreamGarbler::new(&h, crate::hash::Block(3), 0, &mut sink);
+        let gi: Vec<_> = (0..c.garbler_input_bits())
+            .map(|_| W::V(prg.block()))
+            .collect();
+        let ei: Vec<_> = (0..c.evaluator_input_bits())
+            .map(|_| W::V(prg.block()))
+            .collect();
+        let _ = c.generate(&mut gg, &gi, &ei);
+        let _ = gg.finish();
+        eprintln!("garble alone {:?} ({n} bytes)", t.elapsed());
+    }
+}
+
+#[cfg(test)]
+mod counts {
+    //! AND gates per block of the signature, as garbled (printed for the docs with
+    //! `cargo test -p garble --lib -- block_counts --nocapture`).
+    use super::*;
+    use crate::ed25519::field;
+    use crate::generator::Counter;
+
+    fn ands(k: &mut Counter, f: impl FnOnce(&mut Counter)) -> u64 {
+        let before = k.and;
+        f(k);
+        k.and - before
+    }
+
+    #[test]
+    fn block_counts() {
+        let mut k = Counter::new();
+        let x = k.inputs(1024);
+        let st: sha512::State<_> = core::array::from_fn(|_| k.inputs(64));
+        let sha_block = ands(&mut k, |k| {
+            let _ = sha512::compress(k, &st, &x);
+        });
+        let sha_first = ands(&mut k, |k| {
+            let _ = sha512::compress(k, &sha512::iv(), &x);
+        });
+        let a = k.inputs(256);
+        let b = k.inputs(256);
+        let fmul = ands(&mut k, |k| {
+            let _ = field::mul(k, &a, &b);
+        });
+        let fsq = ands(&mut k, |k| {
+            let _ = field::square(k, &a);
+        });
+        let finv = ands(&mut k, |k| {
+            let _ = field::invert(k, &a);
+        });
+        let w = k.inputs(512);
+        let red = ands(&mut k, |k| {
+            let _ = scalar::reduce512(k, &w);
+        });
+        let r = k.inputs(253);
+        let kk = k.inputs(253);
+        let aa = k.inputs(255);
+        let muladd = ands(&mut k, |k| {
+            let _ = scalar::mul_add(k, &r, &kk, &aa);
+        });
+        let mut p = None;
+        let mb = ands(&mut k, |k| {
+            p = Some(point::mul_base(k, &r));
+        });
+        let enc = ands(&mut k, |k| {
+            if let Some(p) = &p {
+                let _ = point::encode(k, p);
+            }
+        });
+        let q: [Vec<_>; 3] = core::array::from_fn(|_| k.inputs(256));
+        let pt = point::Point {
+            x: k.inputs(256),
+            y: k.inputs(256),
+            z: k.inputs(256),
+            t: k.inputs(256),
+        };
+        let madd = ands(&mut k, |k| {
+            let _ = point::madd(k, &pt, &q, true);
+        });
+        let total = crate::generator::stats(&Ed25519Sign::PUBLISHED)
+            .stats
+            .and_gates();
+        eprintln!(
+            "sha512 block {sha_block}, first block (IV) {sha_first}, field mul {fmul}, square {fsq}, invert {finv}, reduce512 {red}, mul_add {muladd}, madd {madd}, mul_base {mb}, encode {enc}, total {total}"
+        );
+        assert!(sha_block <= 57_947);
+        assert!(total <= 40_000_000);
+    }
+}

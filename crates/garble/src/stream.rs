@@ -1,0 +1,855 @@
+//! Garbling and evaluating a generated circuit ([`crate::generator`]) gate
+//! by gate as the generator emits it, the two-party session around it, and
+//! a streaming Bristol Fashion writer.
+//!
+//! # Memory
+//!
+//! Nothing is proportional to the gate count: the garbler's backend holds
+//! the global offset, the AND counter and one 64 KiB table buffer; labels
+//! live in the generator's own words (`Vec`s of 16-byte labels) and are
+//! freed when the Rust code drops them, so memory is the live values of the
+//! generator at its widest point (for the Ed25519 signature: a few hundred
+//! field elements, plus the public tables of [`crate::ed25519::point`]).
+//!
+//! # Agreement between the parties
+//!
+//! Both parties run the same generator; constant folding happens in
+//! [`Gen`]'s provided methods before a backend sees a gate, so the two see
+//! the same gates in the same order and their AND counters (the hash
+//! tweaks) agree. A structural digest of that stream ([`generator::stats`])
+//! is exchanged at Init: a peer with a different circuit is refused.
+//!
+//! # Protocol
+//!
+//! As [`crate::session`] with one evaluation: Init (magic, digest), OT Init
+//! (base OTs), Peer Inputs (the evaluator's labels by OT extension, the
+//! garbler's sent directly), Garble (32 bytes per AND gate, streamed while
+//! the generator runs), Result (decoding bits to the evaluator, outputs
+//! back to the garbler). The Load stage is the counting pass that computes
+//! the digest and the table-byte total.
+
+use std::io::{self, Write};
+use std::time::Instant;
+
+use crate::channel::{Channel, ChannelError};
+use crate::circuit::{GateKind, InputLengthError, Party, bits_from_bytes, bytes_from_bits};
+use crate::gc::{CHUNK_BYTES, TABLE_BYTES};
+use crate::generator::{self, Gen, GenStats, Generator, Sub, W, Word};
+use crate::hash::{Block, Hasher, Prg};
+use crate::ot::{IknpReceiver, IknpSender};
+use crate::session::{
+    Counters, Role, SessionError, SessionOptions, SessionOutput, SessionReport, Stage, Stages,
+};
+
+/// Protocol magic of generated-circuit sessions.
+pub const MAGIC: [u8; 8] = *b"CCGS\x00\x01\x00\x00";
+
+#[inline(always)]
+fn put(buf: &mut [u8], b: Block) {
+    buf.copy_from_slice(&b.0.to_le_bytes());
+}
+
+#[inline(always)]
+fn get(buf: &[u8]) -> Block {
+    let mut a = [0u8; 16];
+    a.copy_from_slice(buf);
+    Block(u128::from_le_bytes(a))
+}
+
+/// Garbles gates as they are emitted: wires are zero labels; AND tables go
+/// to a sink in chunks of [`CHUNK_BYTES`]. After a sink error, gates are
+/// no longer hashed or sent (the generator runs to its end cheaply) and the
+/// error is returned by [`StreamGarbler::finish`].
+pub struct StreamGarbler<'a, E> {
+    hasher: &'a Hasher,
+    delta: Block,
+    counter: u64,
+    buf: Vec<u8>,
+    fill: usize,
+    sink: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
+    err: Option<E>,
+    fused: bool,
+    scratch: Vec<Block>,
+}
+
+impl<'a, E> StreamGarbler<'a, E> {
+    /// A garbler with offset `delta` (odd) whose AND counter starts at
+    /// `counter`.
+    pub fn new(
+        hasher: &'a Hasher,
+        delta: Block,
+        counter: u64,
+        sink: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
+    ) -> Self {
+        StreamGarbler {
+            hasher,
+            delta,
+            counter,
+            buf: vec![0u8; CHUNK_BYTES],
+            fill: 0,
+            sink,
+            err: None,
+            fused: hasher.fused(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Flushes the last tables; returns the AND counter.
+    pub fn finish(mut self) -> Result<u64, E> {
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
+        if self.fill > 0 {
+            (self.sink)(&self.buf[..self.fill])?;
+        }
+        Ok(self.counter)
+    }
+}
+
+impl<E> Gen for StreamGarbler<'_, E> {
+    type L = Block;
+    #[inline]
+    fn xor_raw(&mut self, a: Block, b: Block) -> Block {
+        a ^ b
+    }
+    #[inline]
+    fn not_raw(&mut self, a: Block) -> Block {
+        a ^ self.delta
+    }
+    fn and_raw(&mut self, a0: Block, b0: Block) -> Block {
+        if self.err.is_some() {
+            return Block::ZERO;
+        }
+        if self.fill + TABLE_BYTES > CHUNK_BYTES {
+            if let Err(e) = (self.sink)(&self.buf[..self.fill]) {
+                self.err = Some(e);
+                return Block::ZERO;
+            }
+            self.fill = 0;
+        }
+        let t = &mut self.buf[self.fill..self.fill + TABLE_BYTES];
+        self.fill += TABLE_BYTES;
+        let j = self.counter;
+        self.counter += 1;
+        let delta = self.delta;
+        if self.fused {
+            let mut out = [Block::ZERO];
+            self.hasher.garble_ands(delta, &[a0], &[b0], j, t, &mut out);
+            return out[0];
+        }
+        let tw = Block(u128::from(j) << 1);
+        let tw1 = Block(tw.0 | 1);
+        let mut h = [a0, a0 ^ delta, b0, b0 ^ delta];
+        self.hasher.hash(&mut h, &[tw, tw, tw1, tw1]);
+        let (pa, pb) = (a0.lsb(), b0.lsb());
+        let tg = h[0] ^ h[1] ^ delta.select(pb);
+        let wg0 = h[0] ^ tg.select(pa);
+        let te = h[2] ^ h[3] ^ a0;
+        let we0 = h[2] ^ (te ^ a0).select(pb);
+        put(&mut t[..16], tg);
+        put(&mut t[16..], te);
+        wg0 ^ we0
+    }
+
+    fn call<F>(&mut self, sub: &Sub, a: &[W<Block>], b: &[W<Block>], _f: F) -> Word<Block>
+    where
+        F: FnOnce(&mut Self, &[W<Block>], &[W<Block>]) -> Word<Block>,
+    {
+        let p = sub.program();
+        if self.err.is_none() && self.fill > 0 {
+            // Keep the tables in gate order on the wire.
+            match (self.sink)(&self.buf[..self.fill]) {
+                Ok(()) => self.fill = 0,
+                Err(e) => self.err = Some(e),
+            }
+        }
+        if self.err.is_some() {
+            return vec![W::V(Block::ZERO); sub.output_bits()];
+        }
+        let delta = self.delta;
+        // A constant's zero label: 0 for 0, R for 1 (its active label is 0).
+        let label = |w: &W<Block>| match *w {
+            W::C(v) => delta.select(v),
+            W::V(l) => l,
+        };
+        let l = &mut self.scratch;
+        l.clear();
+        l.resize(p.label_capacity(), Block::ZERO);
+        for (&s, w) in p.garbler_inputs.iter().zip(a) {
+            l[s as usize] = label(w);
+        }
+        for (&s, w) in p.evaluator_inputs.iter().zip(b) {
+            l[s as usize] = label(w);
+        }
+        if let Err(e) = crate::gc::garble(p, self.hasher, delta, l, &mut self.counter, self.sink) {
+            self.err = Some(e);
+        }
+        p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
+    }
+}
+
+/// Evaluates gates as they are emitted: wires are active labels; tables
+/// come from a source, at most `and_gates` of them in total (so that the
+/// source is never asked for bytes beyond the tables). After a source
+/// error, gates are no longer evaluated and the error is returned by
+/// [`StreamEvaluator::finish`].
+pub struct StreamEvaluator<'a, E> {
+    hasher: &'a Hasher,
+    counter: u64,
+    buf: Vec<u8>,
+    pos: usize,
+    avail: usize,
+    remaining: u64,
+    source: &'a mut dyn FnMut(&mut [u8]) -> Result<(), E>,
+    err: Option<E>,
+    overrun: bool,
+    fused: bool,
+    scratch: Vec<Block>,
+}
+
+/// The generator asked for more AND tables than announced.
+#[derive(Debug, thiserror::Error)]
+#[error("the generator emitted more AND gates than the circuit's count")]
+pub struct Overrun;
+
+impl<'a, E> StreamEvaluator<'a, E> {
+    /// An evaluator for `and_gates` AND gates whose counter starts at
+    /// `counter`.
+    pub fn new(
+        hasher: &'a Hasher,
+        counter: u64,
+        and_gates: u64,
+        source: &'a mut dyn FnMut(&mut [u8]) -> Result<(), E>,
+    ) -> Self {
+        StreamEvaluator {
+            hasher,
+            counter,
+            buf: vec![0u8; CHUNK_BYTES],
+            pos: 0,
+            avail: 0,
+            remaining: and_gates * TABLE_BYTES as u64,
+            source,
+            err: None,
+            overrun: false,
+            fused: hasher.fused(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The AND counter, or the first source error.
+    pub fn finish(mut self) -> Result<Result<u64, Overrun>, E> {
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
+        if self.overrun {
+            return Ok(Err(Overrun));
+        }
+        Ok(Ok(self.counter))
+    }
+}
+
+impl<E> Gen for StreamEvaluator<'_, E> {
+    type L = Block;
+    #[inline]
+    fn xor_raw(&mut self, a: Block, b: Block) -> Block {
+        a ^ b
+    }
+    #[inline]
+    fn not_raw(&mut self, a: Block) -> Block {
+        a
+    }
+    fn and_raw(&mut self, wa: Block, wb: Block) -> Block {
+        if self.err.is_some() || self.overrun {
+            return Block::ZERO;
+        }
+        if self.pos + TABLE_BYTES > self.avail {
+            // Chunks are whole tables, so pos == avail here.
+            let want = (CHUNK_BYTES as u64).min(self.remaining) as usize;
+            if want < TABLE_BYTES {
+                self.overrun = true;
+                return Block::ZERO;
+            }
+            if let Err(e) = (self.source)(&mut self.buf[..want]) {
+                self.err = Some(e);
+                return Block::ZERO;
+            }
+            self.remaining -= want as u64;
+            self.avail = want;
+            self.pos = 0;
+        }
+        let t = &self.buf[self.pos..self.pos + TABLE_BYTES];
+        self.pos += TABLE_BYTES;
+        let j = self.counter;
+        self.counter += 1;
+        if self.fused {
+            let mut out = [Block::ZERO];
+            self.hasher.eval_ands(&[wa], &[wb], j, t, &mut out);
+            return out[0];
+        }
+        let tw = Block(u128::from(j) << 1);
+        let mut h = [wa, wb];
+        self.hasher.hash(&mut h, &[tw, Block(tw.0 | 1)]);
+        let tg = get(&t[..16]);
+        let te = get(&t[16..]);
+        let wg = h[0] ^ tg.select(wa.lsb());
+        let we = h[1] ^ (te ^ wa).select(wb.lsb());
+        wg ^ we
+    }
+
+    fn call<F>(&mut self, sub: &Sub, a: &[W<Block>], b: &[W<Block>], _f: F) -> Word<Block>
+    where
+        F: FnOnce(&mut Self, &[W<Block>], &[W<Block>]) -> Word<Block>,
+    {
+        let p = sub.program();
+        let need = p.and_gates() * TABLE_BYTES as u64;
+        let buffered = (self.avail - self.pos) as u64;
+        if need > buffered + self.remaining {
+            self.overrun = true;
+        }
+        if self.err.is_some() || self.overrun {
+            return vec![W::V(Block::ZERO); sub.output_bits()];
+        }
+        let l = &mut self.scratch;
+        l.clear();
+        l.resize(p.label_capacity(), Block::ZERO);
+        // A constant's active label is 0 (see the garbler).
+        let label = |w: &W<Block>| match *w {
+            W::C(_) => Block::ZERO,
+            W::V(l) => l,
+        };
+        for (&s, w) in p.garbler_inputs.iter().zip(a) {
+            l[s as usize] = label(w);
+        }
+        for (&s, w) in p.evaluator_inputs.iter().zip(b) {
+            l[s as usize] = label(w);
+        }
+        // Tables: what is buffered first, then the source.
+        let (buf, pos, avail, remaining, source) = (
+            &self.buf,
+            &mut self.pos,
+            self.avail,
+            &mut self.remaining,
+            &mut self.source,
+        );
+        let mut src = |out: &mut [u8]| {
+            let t = (avail - *pos).min(out.len());
+            out[..t].copy_from_slice(&buf[*pos..*pos + t]);
+            *pos += t;
+            if t < out.len() {
+                source(&mut out[t..])?;
+                *remaining -= (out.len() - t) as u64;
+            }
+            Ok(())
+        };
+        if let Err(e) = crate::gc::evaluate(p, self.hasher, l, &mut self.counter, &mut src) {
+            self.err = Some(e);
+        }
+        p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
+    }
+}
+
+fn header(digest: &[u8; 32]) -> [u8; 40] {
+    let mut h = [0u8; 40];
+    h[..8].copy_from_slice(&MAGIC);
+    h[8..].copy_from_slice(digest);
+    h
+}
+
+fn check_header(digest: &[u8; 32], got: &[u8; 40]) -> Result<(), SessionError> {
+    if got[..8] != MAGIC {
+        return Err(SessionError::Protocol(
+            "bad magic: the peer is not a ccbench generated-circuit peer",
+        ));
+    }
+    if got[8..] != digest[..] {
+        return Err(SessionError::CircuitMismatch);
+    }
+    Ok(())
+}
+
+fn check_input(bits: &[bool], party: Party, expected: usize) -> Result<(), SessionError> {
+    if bits.len() != expected {
+        return Err(SessionError::Input {
+            evaluation: 0,
+            source: InputLengthError {
+                party,
+                got: bits.len(),
+                expected,
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Decoding bit of each output: the colour of its zero label (constants:
+/// their value, which the evaluator knows too).
+fn decode_bits(out: &[W<Block>]) -> Vec<bool> {
+    out.iter()
+        .map(|w| match *w {
+            W::C(b) => b,
+            W::V(l) => l.lsb(),
+        })
+        .collect()
+}
+
+fn report(
+    role: Role,
+    stats: &GenStats,
+    hasher: &Hasher,
+    st: Stages,
+    t0: Instant,
+    moved: Counters,
+) -> SessionReport {
+    SessionReport {
+        role,
+        evaluations: 1,
+        backend: hasher.backend(),
+        stages: st.acc,
+        circuit: stats.stats.clone(),
+        // Labels live in the generator's values; no slot array.
+        label_slots: 0,
+        table_bytes: stats.stats.count(GateKind::And) * TABLE_BYTES as u64,
+        total: t0.elapsed(),
+        bytes_sent: moved.sent,
+        bytes_received: moved.received,
+        wire_bytes_sent: moved.wire_sent,
+        wire_bytes_received: moved.wire_received,
+    }
+}
+
+/// Runs the garbler of a generated circuit once. `stats` is the result of
+/// [`generator::stats`] on `c` (computed by the caller, timed as Load if
+/// `None`).
+pub fn run_garbler<C: Channel, G: Generator>(
+    ch: &mut C,
+    c: &G,
+    input: &[bool],
+    opts: &SessionOptions,
+) -> Result<SessionOutput, SessionError> {
+    let t0 = Instant::now();
+    let c0 = Counters::of(ch);
+    let mut st = Stages::new();
+    st.enter(Stage::Load, ch);
+    let hasher = Hasher::with_backend(opts.backend)?;
+    check_input(input, Party::Garbler, c.garbler_input_bits())?;
+    let stats = generator::stats(c);
+
+    st.enter(Stage::Init, ch);
+    ch.send(&header(&stats.digest))?;
+    ch.flush()?;
+    let mut ack = [0u8; 40];
+    ch.recv(&mut ack)?;
+    check_header(&stats.digest, &ack)?;
+    let mut prg = Prg::from_os()?;
+    let mut delta = prg.block();
+    delta.0 |= 1;
+
+    st.enter(Stage::OtInit, ch);
+    let mut ot = IknpSender::setup(ch, &mut prg)?;
+
+    st.enter(Stage::PeerInputs, ch);
+    let elabels = ot.send_correlated(ch, &hasher, delta, c.evaluator_input_bits())?;
+    let mut glabels = Vec::with_capacity(input.len());
+    let mut msg = Vec::with_capacity(16 * input.len());
+    for &bit in input {
+        let l0 = prg.block();
+        glabels.push(W::V(l0));
+        msg.extend_from_slice(&(l0 ^ delta.select(bit)).to_bytes());
+    }
+    ch.send(&msg)?;
+    let elabels: Word<Block> = elabels.into_iter().map(W::V).collect();
+
+    st.enter(Stage::Garble, ch);
+    let mut sink = |b: &[u8]| ch.send(b);
+    let mut g = StreamGarbler::new(&hasher, delta, 0, &mut sink);
+    let out = c.generate(&mut g, &glabels, &elabels);
+    drop((glabels, elabels));
+    g.finish()?;
+
+    st.enter(Stage::Result, ch);
+    ch.send(&bytes_from_bits(&decode_bits(&out)))?;
+    ch.flush()?;
+    let mut back = vec![0u8; out.len().div_ceil(8)];
+    ch.recv(&mut back)?;
+    let outputs = bits_from_bytes(&back, out.len());
+    st.close(ch);
+    let moved = Counters::of(ch).since(c0);
+    Ok(SessionOutput {
+        outputs: vec![outputs],
+        report: report(Role::Garbler, &stats, &hasher, st, t0, moved),
+    })
+}
+
+/// Runs the evaluator of a generated circuit once.
+pub fn run_evaluator<C: Channel, G: Generator>(
+    ch: &mut C,
+    c: &G,
+    input: &[bool],
+    opts: &SessionOptions,
+) -> Result<SessionOutput, SessionError> {
+    let t0 = Instant::now();
+    let c0 = Counters::of(ch);
+    let mut st = Stages::new();
+    st.enter(Stage::Load, ch);
+    let hasher = Hasher::with_backend(opts.backend)?;
+    check_input(input, Party::Evaluator, c.evaluator_input_bits())?;
+    let stats = generator::stats(c);
+
+    st.enter(Stage::Init, ch);
+    let mut hdr = [0u8; 40];
+    ch.recv(&mut hdr)?;
+    if hdr[..8] != MAGIC {
+        // Not a ccbench peer: nothing to answer.
+        return Err(SessionError::Protocol(
+            "bad magic: the peer is not a ccbench generated-circuit peer",
+        ));
+    }
+    // Answer before checking the digest, so that a mismatch is reported on both sides.
+    ch.send(&header(&stats.digest))?;
+    ch.flush()?;
+    check_header(&stats.digest, &hdr)?;
+    let mut prg = Prg::from_os()?;
+
+    st.enter(Stage::OtInit, ch);
+    let mut ot = IknpReceiver::setup(ch, &mut prg)?;
+
+    st.enter(Stage::PeerInputs, ch);
+    let mine = ot.receive_correlated(ch, &hasher, input)?;
+    let elabels: Word<Block> = mine.into_iter().map(W::V).collect();
+    let gbits = c.garbler_input_bits();
+    let mut raw = vec![0u8; 16 * gbits];
+    ch.recv(&mut raw)?;
+    let glabels: Word<Block> = raw.chunks_exact(16).map(|b| W::V(get(b))).collect();
+    drop(raw);
+
+    st.enter(Stage::Garble, ch);
+    let mut source = |b: &mut [u8]| ch.recv(b);
+    let mut e = StreamEvaluator::new(&hasher, 0, stats.stats.and_gates(), &mut source);
+    let out = c.generate(&mut e, &glabels, &elabels);
+    drop((glabels, elabels));
+    if e.finish()?.is_err() {
+        return Err(SessionError::Protocol(
+            "the circuit emitted more AND gates than it counted",
+        ));
+    }
+
+    st.enter(Stage::Result, ch);
+    let mut dbytes = vec![0u8; out.len().div_ceil(8)];
+    ch.recv(&mut dbytes)?;
+    let d = bits_from_bytes(&dbytes, out.len());
+    let outputs: Vec<bool> = out
+        .iter()
+        .zip(&d)
+        .map(|(w, &db)| match *w {
+            W::C(b) => b,
+            W::V(l) => l.lsb() ^ db,
+        })
+        .collect();
+    ch.send(&bytes_from_bits(&outputs))?;
+    ch.flush()?;
+    st.close(ch);
+    let moved = Counters::of(ch).since(c0);
+    Ok(SessionOutput {
+        outputs: vec![outputs],
+        report: report(Role::Evaluator, &stats, &hasher, st, t0, moved),
+    })
+}
+
+/// Garbles and evaluates `c` in one process, without a channel or OT:
+/// tables go through a small in-memory queue as they are produced (the
+/// evaluator runs in a second thread). For tests and for measuring
+/// garbling alone. Returns the outputs.
+pub fn simulate<G: Generator + Sync>(
+    c: &G,
+    hasher: &Hasher,
+    prg: &mut Prg,
+    garbler: &[bool],
+    evaluator: &[bool],
+) -> Result<Vec<bool>, ChannelError> {
+    let stats = generator::stats(c);
+    let mut delta = prg.block();
+    delta.0 |= 1;
+    let mut g_in = Vec::new();
+    let mut e_in = Vec::new();
+    for &b in garbler.iter().chain(evaluator) {
+        let l0 = prg.block();
+        g_in.push(W::V(l0));
+        e_in.push(W::V(l0 ^ delta.select(b)));
+    }
+    let (gb, ge) = g_in.split_at(garbler.len());
+    let (eb, ee) = e_in.split_at(garbler.len());
+    let (mut tx, mut rx) = crate::channel::mem_pair(crate::channel::DEFAULT_TIMEOUT);
+    std::thread::scope(|s| {
+        let ev = s.spawn(move || {
+            let mut source = |b: &mut [u8]| rx.recv(b);
+            let mut e = StreamEvaluator::new(hasher, 0, stats.stats.and_gates(), &mut source);
+            let out = c.generate(&mut e, eb, ee);
+            let _ = e.finish()?;
+            let mut d = vec![0u8; out.len().div_ceil(8)];
+            rx.recv(&mut d)?;
+            let d = bits_from_bytes(&d, out.len());
+            Ok::<_, ChannelError>(
+                out.iter()
+                    .zip(d)
+                    .map(|(w, db)| match *w {
+                        W::C(b) => b,
+                        W::V(l) => l.lsb() ^ db,
+                    })
+                    .collect::<Vec<bool>>(),
+            )
+        });
+        let mut sink = |b: &[u8]| tx.send(b);
+        let mut g = StreamGarbler::new(hasher, delta, 0, &mut sink);
+        let out = c.generate(&mut g, gb, ge);
+        g.finish()?;
+        tx.send(&bytes_from_bits(&decode_bits(&out)))?;
+        tx.flush()?;
+        ev.join().unwrap_or(Err(ChannelError::Closed))
+    })
+}
+
+/// Counts bytes written through it.
+struct Counting<Wr> {
+    inner: Wr,
+    n: u64,
+}
+
+impl<Wr: Write> Write for Counting<Wr> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        let k = self.inner.write(b)?;
+        self.n += k as u64;
+        Ok(k)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes gates as Bristol Fashion lines; wires are ids.
+struct BristolGen<Wr> {
+    w: Wr,
+    next: u32,
+    err: Option<io::Error>,
+}
+
+impl<Wr: Write> BristolGen<Wr> {
+    fn line(&mut self, args: std::fmt::Arguments<'_>) {
+        if self.err.is_none()
+            && let Err(e) = self.w.write_fmt(args)
+        {
+            self.err = Some(e);
+        }
+    }
+    fn fresh(&mut self) -> u32 {
+        let id = self.next;
+        self.next += 1;
+        id
+    }
+}
+
+impl<Wr: Write> Gen for BristolGen<Wr> {
+    type L = u32;
+    fn xor_raw(&mut self, a: u32, b: u32) -> u32 {
+        let o = self.fresh();
+        self.line(format_args!("2 1 {a} {b} {o} XOR\n"));
+        o
+    }
+    fn and_raw(&mut self, a: u32, b: u32) -> u32 {
+        let o = self.fresh();
+        self.line(format_args!("2 1 {a} {b} {o} AND\n"));
+        o
+    }
+    fn not_raw(&mut self, a: u32) -> u32 {
+        let o = self.fresh();
+        self.line(format_args!("1 1 {a} {o} INV\n"));
+        o
+    }
+}
+
+/// Writes `c` as a Bristol Fashion circuit, streaming (two passes of the
+/// generator: one to count, one to write; nothing is held). Inputs: the
+/// garbler's value, then the evaluator's; one output value. Every output
+/// is copied (`EQW`, or `EQ` for a constant) to the last wires, as the
+/// format requires. Returns the bytes written and the statistics.
+pub fn write_bristol<G: Generator, Wr: Write>(c: &G, w: Wr) -> io::Result<(u64, GenStats)> {
+    let stats = generator::stats_expanded(c);
+    let nout = c.output_bits() as u64;
+    let gates = stats.stats.gates + nout;
+    let wires = stats.stats.wires + nout;
+    if wires > u64::from(u32::MAX) {
+        return Err(io::Error::other("the circuit has more than 2^32 wires"));
+    }
+    let mut cw = Counting { inner: w, n: 0 };
+    write!(
+        cw,
+        "{gates} {wires}\n2 {} {}\n1 {nout}\n\n",
+        c.garbler_input_bits(),
+        c.evaluator_input_bits()
+    )?;
+    let gbits = c.garbler_input_bits() as u32;
+    let ebits = c.evaluator_input_bits() as u32;
+    let mut b = BristolGen {
+        w: &mut cw,
+        next: gbits + ebits,
+        err: None,
+    };
+    let gi: Word<u32> = (0..gbits).map(W::V).collect();
+    let ei: Word<u32> = (gbits..gbits + ebits).map(W::V).collect();
+    let out = c.generate(&mut b, &gi, &ei);
+    if let Some(e) = b.err.take() {
+        return Err(e);
+    }
+    let first = b.next;
+    for (i, o) in out.iter().enumerate() {
+        let dst = first + i as u32;
+        match *o {
+            W::C(v) => b.line(format_args!("1 1 {} {dst} EQ\n", u8::from(v))),
+            W::V(a) => b.line(format_args!("1 1 {a} {dst} EQW\n")),
+        }
+    }
+    if let Some(e) = b.err.take() {
+        return Err(e);
+    }
+    cw.flush()?;
+    Ok((cw.n, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::mem_pair;
+    use crate::ed25519::sha512;
+    use crate::generator::eval_plain;
+    use std::time::Duration;
+
+    /// SHA-512 of a 40-byte message: 20 bytes from each party, XORed.
+    struct Sha;
+    impl Generator for Sha {
+        fn name(&self) -> String {
+            "sha512-40".into()
+        }
+        fn garbler_input_bits(&self) -> usize {
+            320
+        }
+        fn evaluator_input_bits(&self) -> usize {
+            320
+        }
+        fn output_bits(&self) -> usize {
+            512
+        }
+        fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+            let m = g.xor_w(a, b);
+            sha512::sha512(g, &m)
+        }
+    }
+
+    fn inputs() -> (Vec<bool>, Vec<bool>) {
+        let a: Vec<u8> = (0..40u8).collect();
+        let b: Vec<u8> = (0..40u8).map(|x| x.wrapping_mul(37)).collect();
+        (bits_from_bytes(&a, 320), bits_from_bytes(&b, 320))
+    }
+
+    #[test]
+    fn simulate_matches_plain_on_every_backend() {
+        let (a, b) = inputs();
+        let want = eval_plain(&Sha, &a, &b);
+        for backend in [
+            crate::hash::Backend::detect(),
+            crate::hash::Backend::Portable,
+        ] {
+            let h = Hasher::with_backend(backend).unwrap();
+            let mut prg = Prg::from_seed([7; 16]);
+            assert_eq!(simulate(&Sha, &h, &mut prg, &a, &b).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn two_party_session_over_memory() {
+        let (a, b) = inputs();
+        let want = eval_plain(&Sha, &a, &b);
+        let (mut x, mut y) = mem_pair(Duration::from_secs(10));
+        let opts = SessionOptions::default();
+        let (ga, gb) = std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, &Sha, &b, &opts));
+            let g = run_garbler(&mut x, &Sha, &a, &opts);
+            (g, e.join().unwrap())
+        });
+        let (g, e) = (ga.unwrap(), gb.unwrap());
+        assert_eq!(g.outputs[0], want);
+        assert_eq!(e.outputs[0], want);
+        let ands = generator::stats(&Sha).stats.and_gates();
+        assert_eq!(g.report.table_bytes, ands * 32);
+        assert!(g.report.stage(Stage::Garble).bytes_sent >= ands * 32);
+    }
+
+    #[test]
+    fn different_circuits_are_refused_on_both_sides() {
+        struct Other;
+        impl Generator for Other {
+            fn name(&self) -> String {
+                "other".into()
+            }
+            fn garbler_input_bits(&self) -> usize {
+                320
+            }
+            fn evaluator_input_bits(&self) -> usize {
+                320
+            }
+            fn output_bits(&self) -> usize {
+                320
+            }
+            fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+                g.and_w(a, b)
+            }
+        }
+        let (a, b) = inputs();
+        let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+        let opts = SessionOptions::default();
+        let (g, e) = std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, &Other, &b, &opts));
+            let g = run_garbler(&mut x, &Sha, &a, &opts);
+            (g, e.join().unwrap())
+        });
+        assert!(matches!(g, Err(SessionError::CircuitMismatch)), "{g:?}");
+        assert!(matches!(e, Err(SessionError::CircuitMismatch)), "{e:?}");
+    }
+
+    #[test]
+    fn a_peer_that_disconnects_mid_stream_is_an_error() {
+        let (a, b) = inputs();
+        let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+        let opts = SessionOptions::default();
+        let g = std::thread::scope(|s| {
+            s.spawn(move || {
+                // Handshake, then hang up.
+                let mut hdr = [0u8; 40];
+                let _ = y.recv(&mut hdr);
+                let _ = y.send(&hdr);
+                let _ = y.flush();
+                y.close();
+            });
+            run_garbler(&mut x, &Sha, &a, &opts)
+        });
+        assert!(g.is_err());
+        let _ = b;
+    }
+
+    #[test]
+    fn wrong_input_length_is_an_error() {
+        let (mut x, _y) = mem_pair(Duration::from_secs(1));
+        let r = run_garbler(&mut x, &Sha, &[true; 3], &SessionOptions::default());
+        assert!(matches!(r, Err(SessionError::Input { .. })), "{r:?}");
+    }
+
+    #[test]
+    fn bristol_output_parses_and_agrees() {
+        let mut v = Vec::new();
+        let (n, st) = write_bristol(&Sha, &mut v).unwrap();
+        assert_eq!(n, v.len() as u64);
+        let text = String::from_utf8(v).unwrap();
+        let c = crate::bristol::parse(&text).unwrap();
+        assert_eq!(c.stats().and_gates(), st.stats.and_gates());
+        let (a, b) = inputs();
+        assert_eq!(c.eval(&a, &b).unwrap(), eval_plain(&Sha, &a, &b));
+    }
+}

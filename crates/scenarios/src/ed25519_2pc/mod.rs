@@ -1,0 +1,624 @@
+//! Scenario `ed25519-2pc`: an Ed25519 signature computed by two parties who each hold an
+//! XOR share of the private key, by garbling the whole RFC 8032 signing algorithm (after
+//! markkurossi/mpc's "Measure First", 2022, whose published run is 830 M gates, 267.5 M AND,
+//! 15 GB on the wire and 87.85 s).
+//!
+//! The circuit is `garble::ed25519::Ed25519Sign` (64-byte message, as published): too large
+//! to store, so each party generates it and garbles or evaluates every gate as it is emitted
+//! (`garble::stream`), with field multiplications compiled once and replayed. Per signature,
+//! this process garbles and a child process (this binary again, see [`run_if_evaluator`])
+//! evaluates, over loopback TCP, OT and circuit generation included. Both parties' outputs
+//! must equal the plain RFC 8032 signature of the same key and message and verify; a
+//! mismatch fails the run.
+//!
+//! Records: the seed's stage table (`Compile | Init | OT Init | Peer Inputs | Garble |
+//! Result`, time, % and bytes) with the theoretical minimum computed the seed's way from
+//! this run's own measurements (gates × isolated ns per gate + bytes ÷ loopback bandwidth +
+//! setup stages), the per-gate table, peak RSS of both parties and bytes on the wire, the
+//! published and peer figures beside ours ([`analysis`]), and the checks.
+
+pub mod analysis;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use garble::channel::{Channel, ChannelError, TcpChannel};
+use garble::circuit::bits_from_bytes;
+use garble::ed25519::{Ed25519Sign, KEY_BYTES, reference_sign, verify};
+use garble::generator::{self, Generator};
+use garble::hash::Backend as HashBackend;
+use garble::microbench;
+use garble::session::{SessionOptions, SessionReport, Stage};
+use garble::{GateKind, stream};
+use measure::params;
+use measure::record::{Body, Value};
+use measure::sampler::Samples;
+use measure::stages::Stages;
+
+use crate::hex::{hex, unhex};
+use crate::{At, Context, Preset, Scenario, ScenarioError};
+use analysis::{Counts, GateCosts, Ours};
+
+const NAME: &str = "ed25519-2pc";
+/// Environment variable that makes this binary the evaluator of one signature.
+pub const EVALUATOR_ENV: &str = "CCBENCH_ED25519_EVALUATOR";
+/// How long either party waits for the other.
+const PEER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The `ed25519-2pc` scenario.
+pub struct Ed25519Pc;
+
+/// Sizes of one run, by preset.
+struct Plan {
+    /// Signatures (two-party sessions).
+    signatures: usize,
+    /// Gates per per-gate micro-benchmark run.
+    gates: usize,
+    /// Runs of each micro-benchmark.
+    runs: usize,
+    /// Bytes sent to measure loopback bandwidth.
+    loopback_bytes: usize,
+}
+
+impl Plan {
+    fn of(preset: Preset) -> Plan {
+        match preset {
+            Preset::Quick => Plan {
+                signatures: 1,
+                gates: 1 << 20,
+                runs: 5,
+                loopback_bytes: 256 << 20,
+            },
+            Preset::Full => Plan {
+                signatures: 5,
+                gates: 1 << 22,
+                runs: 11,
+                loopback_bytes: 1 << 30,
+            },
+        }
+    }
+}
+
+/// The key and message of a benchmark signature: a fixed RFC 8032-style key (seed and its
+/// public key), split into two XOR shares with a mask, and a fixed 64-byte message.
+pub struct SignInputs {
+    /// `seed || A`.
+    pub key: [u8; 64],
+    /// The garbler's share.
+    pub garbler_share: [u8; 64],
+    /// The evaluator's share.
+    pub evaluator_share: [u8; 64],
+    /// The message.
+    pub message: Vec<u8>,
+}
+
+impl SignInputs {
+    /// Inputs for signature number `i` (the mask differs per signature).
+    pub fn new(i: usize) -> SignInputs {
+        let seed: [u8; 32] = core::array::from_fn(|k| (k as u8).wrapping_mul(29).wrapping_add(3));
+        let mut key = [0u8; 64];
+        key[..32].copy_from_slice(&seed);
+        key[32..].copy_from_slice(&garble::ed25519::public_key(&seed));
+        let evaluator_share: [u8; 64] =
+            core::array::from_fn(|k| (k as u8).wrapping_mul(83).wrapping_add(i as u8 * 17 + 1));
+        let garbler_share: [u8; 64] = core::array::from_fn(|k| key[k] ^ evaluator_share[k]);
+        let message = (0..64u8).map(|k| k.wrapping_mul(7) ^ 0x5a).collect();
+        SignInputs {
+            key,
+            garbler_share,
+            evaluator_share,
+            message,
+        }
+    }
+}
+
+/// Peak resident memory of this process (VmHWM), bytes; `None` where `/proc` has no such
+/// line.
+pub fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Resets this process's peak resident memory to its current size (Linux: `5` to
+/// `/proc/self/clear_refs`), so that [`peak_rss`] measures what follows; best effort.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+// ---------------------------------------------------------------------------------------
+// The evaluator process.
+
+/// What the evaluator child is told, through [`EVALUATOR_ENV`].
+#[derive(Debug)]
+struct EvaluatorSpec {
+    addr: String,
+    msg_len: usize,
+    share: Vec<u8>,
+    message: Vec<u8>,
+}
+
+impl EvaluatorSpec {
+    fn encode(&self) -> String {
+        format!(
+            "v1;{};{};{};{}",
+            self.addr,
+            self.msg_len,
+            hex(&self.share),
+            hex(&self.message)
+        )
+    }
+
+    fn decode(s: &str) -> Result<EvaluatorSpec, String> {
+        let parts: Vec<&str> = s.split(';').collect();
+        let [version, addr, msg_len, share, message] = parts[..] else {
+            return Err(format!(
+                "{EVALUATOR_ENV}: expected 5 fields, got {}",
+                parts.len()
+            ));
+        };
+        if version != "v1" {
+            return Err(format!("{EVALUATOR_ENV}: unknown version {version:?}"));
+        }
+        let msg_len = msg_len
+            .parse()
+            .map_err(|_| format!("{EVALUATOR_ENV}: bad message length {msg_len:?}"))?;
+        let share = unhex(share)?;
+        if share.len() != KEY_BYTES {
+            return Err(format!(
+                "{EVALUATOR_ENV}: a key share is {KEY_BYTES} bytes, got {}",
+                share.len()
+            ));
+        }
+        Ok(EvaluatorSpec {
+            addr: addr.to_owned(),
+            msg_len,
+            share,
+            message: unhex(message)?,
+        })
+    }
+}
+
+/// What the evaluator reports back on its stdout: `ok <signature hex> <peak RSS bytes>`.
+fn evaluate(spec: &str) -> Result<String, String> {
+    let spec = EvaluatorSpec::decode(spec)?;
+    let c = Ed25519Sign {
+        msg_len: spec.msg_len,
+    };
+    let bits = bits_from_bytes(&spec.share, c.evaluator_input_bits());
+    let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
+    let out = stream::run_evaluator(&mut ch, &c, &bits, &SessionOptions::default())
+        .map_err(|e| e.to_string())?;
+    let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
+    let (sig, pk) = split_output(&bytes)?;
+    if !verify(&pk, &spec.message, &sig) {
+        return Err("the signature does not verify".into());
+    }
+    Ok(format!("ok {} {}", hex(&sig), peak_rss().unwrap_or(0)))
+}
+
+fn split_output(bytes: &[u8]) -> Result<([u8; 64], [u8; 32]), String> {
+    if bytes.len() != garble::ed25519::OUTPUT_BYTES {
+        return Err(format!("{} output bytes, expected 96", bytes.len()));
+    }
+    let mut sig = [0u8; 64];
+    sig.copy_from_slice(&bytes[..64]);
+    let mut pk = [0u8; 32];
+    pk.copy_from_slice(&bytes[64..]);
+    Ok((sig, pk))
+}
+
+/// Becomes the evaluator of one signature and exits when this process was started as one;
+/// returns at once otherwise (see [`crate::run_if_child`]).
+pub fn run_if_evaluator() {
+    let Some(spec) = std::env::var_os(EVALUATOR_ENV) else {
+        return;
+    };
+    let code = match evaluate(&spec.to_string_lossy()) {
+        Ok(line) => {
+            println!("{line}");
+            0
+        }
+        Err(e) => {
+            eprintln!("ed25519-2pc evaluator: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+// ---------------------------------------------------------------------------------------
+// The garbler side.
+
+/// One signature: what both parties measured.
+pub struct Signed {
+    /// The garbler's session report.
+    pub report: SessionReport,
+    /// The signature both parties got.
+    pub signature: [u8; 64],
+    /// The evaluator process's peak RSS, bytes.
+    pub evaluator_rss: u64,
+}
+
+/// One two-party signature over loopback TCP: this process garbles, a child process (this
+/// binary, which must call [`crate::run_if_child`] first) evaluates. Fails unless both
+/// parties' signatures equal the plain RFC 8032 signature and verify.
+pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, ScenarioError> {
+    let step = "two-party signature";
+    let expected = reference_sign(&inputs.key, &inputs.message);
+    let listener = TcpListener::bind("127.0.0.1:0").at(step)?;
+    let addr = listener.local_addr().at(step)?;
+    let spec = EvaluatorSpec {
+        addr: addr.to_string(),
+        msg_len: c.msg_len,
+        share: inputs.evaluator_share.to_vec(),
+        message: inputs.message.clone(),
+    };
+    let exe = std::env::current_exe().at("own executable")?;
+    let mut child = Command::new(exe)
+        .env(EVALUATOR_ENV, spec.encode())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .at("starting the evaluator")?;
+    let garbled = (|| {
+        let mut ch = accept_from(&listener, &mut child)?;
+        let mut input = inputs.garbler_share.to_vec();
+        input.extend_from_slice(&inputs.message);
+        let bits = bits_from_bytes(&input, c.garbler_input_bits());
+        stream::run_garbler(&mut ch, c, &bits, &SessionOptions::default())
+            .map_err(|e| e.to_string())
+    })();
+    if garbled.is_err() {
+        // The evaluator may be waiting for us: do not wait for its timeout.
+        let _ = child.kill();
+    }
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut stdout);
+    }
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_string(&mut stderr);
+    }
+    let status = child.wait().at("waiting for the evaluator")?;
+    let out = garbled.map_err(|e| {
+        ScenarioError::step(
+            step,
+            format!("garbler: {e}; evaluator ({status}): {}", stderr.trim()),
+        )
+    })?;
+    if !status.success() {
+        return Err(ScenarioError::step(
+            step,
+            format!("evaluator failed ({status}): {}", stderr.trim()),
+        ));
+    }
+    let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
+    let (sig, pk) = split_output(&bytes).map_err(|e| ScenarioError::step(step, e))?;
+    if sig != expected || !verify(&pk, &inputs.message, &sig) {
+        return Err(ScenarioError::step(
+            step,
+            format!(
+                "the garbler's signature {} differs from the plain RFC 8032 signature {} or does not verify",
+                hex(&sig),
+                hex(&expected)
+            ),
+        ));
+    }
+    let mut words = stdout.split_whitespace();
+    let (ok, esig, erss) = (words.next(), words.next(), words.next());
+    if ok != Some("ok") || esig != Some(hex(&expected).as_str()) {
+        return Err(ScenarioError::step(
+            step,
+            format!(
+                "the evaluator's output {:?} differs from the plain signature {}",
+                stdout.trim(),
+                hex(&expected)
+            ),
+        ));
+    }
+    Ok(Signed {
+        report: out.report,
+        signature: sig,
+        evaluator_rss: erss.and_then(|r| r.parse().ok()).unwrap_or(0),
+    })
+}
+
+/// Waits for the evaluator to connect, giving up at once if it exits first and after
+/// [`PEER_TIMEOUT`] otherwise. The channel gets [`PEER_TIMEOUT`] for its reads and writes
+/// (the evaluator generates the circuit for a second or more before it answers).
+fn accept_from(listener: &TcpListener, child: &mut Child) -> Result<TcpChannel, String> {
+    let start = Instant::now();
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).map_err(|e| e.to_string())?;
+                return TcpChannel::new(s, PEER_TIMEOUT).map_err(|e| e.to_string());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!("the evaluator exited ({status}) before connecting"));
+                }
+                if start.elapsed() > PEER_TIMEOUT {
+                    return Err(format!(
+                        "the evaluator did not connect within {PEER_TIMEOUT:?}"
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Loopback bandwidth through the channel the sessions use: `bytes` sent from one thread
+/// to another in 1 MiB writes; bytes per second.
+pub fn loopback_bandwidth(bytes: usize) -> Result<f64, ScenarioError> {
+    let step = "loopback bandwidth";
+    let listener = TcpListener::bind("127.0.0.1:0").at(step)?;
+    let addr = listener.local_addr().at(step)?.to_string();
+    let chunk = vec![0x5au8; 1 << 20];
+    let n = bytes.div_ceil(chunk.len());
+    std::thread::scope(|s| {
+        let rx = s.spawn(|| -> Result<(), ChannelError> {
+            let mut ch = TcpChannel::accept(&listener, PEER_TIMEOUT)?;
+            let mut buf = vec![0u8; 1 << 20];
+            for _ in 0..n {
+                ch.recv(&mut buf)?;
+            }
+            ch.send(&[1])?;
+            ch.flush()
+        });
+        let mut ch = TcpChannel::connect(&addr, PEER_TIMEOUT).at(step)?;
+        let t = Instant::now();
+        for _ in 0..n {
+            ch.send(&chunk).at(step)?;
+        }
+        ch.flush().at(step)?;
+        let mut ack = [0u8; 1];
+        ch.recv(&mut ack).at(step)?;
+        let dt = t.elapsed().as_secs_f64();
+        rx.join()
+            .map_err(|_| ScenarioError::step(step, "the receiver panicked"))?
+            .at(step)?;
+        Ok((n * chunk.len()) as f64 / dt.max(1e-9))
+    })
+}
+
+const MICRO_KINDS: [GateKind; 3] = [GateKind::And, GateKind::Xor, GateKind::Inv];
+
+fn gate_costs(ctx: &Context<'_>, plan: &Plan) -> Result<GateCosts, ScenarioError> {
+    let mut costs = GateCosts::default();
+    let hash = HashBackend::detect();
+    for (i, &kind) in MICRO_KINDS.iter().enumerate() {
+        ctx.check_cancel()?;
+        let mut garble = Vec::with_capacity(plan.runs);
+        let mut evaluate = Vec::with_capacity(plan.runs);
+        for _ in 0..plan.runs {
+            let t = microbench::gate_timing(kind, plan.gates, hash).at("gate timing")?;
+            garble.push(t.garble_ns());
+            evaluate.push(t.evaluate_ns());
+        }
+        for (op, v) in [("garble", garble), ("evaluate", evaluate)] {
+            let s = Samples {
+                iters_per_sample: plan.gates as u64,
+                per_iter_ns: v,
+                overhead_ns: None,
+            };
+            let p = params! {"gate" => kind.name()};
+            let median = ctx.emit_samples(NAME, "gc", p, &format!("{op}-gate"), s, None)?;
+            match op {
+                "garble" => costs.garble[i] = median,
+                _ => costs.evaluate[i] = median,
+            }
+        }
+    }
+    Ok(costs)
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+}
+
+impl Scenario for Ed25519Pc {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "Ed25519 signing (RFC 8032) on an XOR-shared key in garbled-circuit 2PC, two processes over loopback; against mpc's published 267 M-AND run"
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
+        let plan = Plan::of(ctx.options.preset);
+        ctx.progress()
+            .begin(NAME, (plan.signatures + MICRO_KINDS.len() + 1) as u64);
+        let c = Ed25519Sign::PUBLISHED;
+        let gs = generator::stats(&c);
+        let st = &gs.stats;
+        let counts = Counts {
+            and: st.count(GateKind::And),
+            xor: st.count(GateKind::Xor),
+            inv: st.count(GateKind::Inv),
+            copies: st.count(GateKind::Eq) + st.count(GateKind::Eqw),
+        };
+        let p = || {
+            params! {
+                "circuit" => c.name(),
+                "message_bytes" => c.msg_len as u64,
+                "and_gates" => counts.and,
+                "gates" => counts.gates(),
+                "and_depth" => u64::from(st.and_depth)
+            }
+        };
+
+        let costs = gate_costs(ctx, &plan)?;
+        ctx.progress().advance(MICRO_KINDS.len() as u64);
+        ctx.check_cancel()?;
+        let bandwidth = loopback_bandwidth(plan.loopback_bytes)?;
+        ctx.emit(
+            NAME,
+            "2pc",
+            params! {"bytes" => plan.loopback_bytes as u64},
+            Body::Table(measure::record::Table {
+                name: "loopback".into(),
+                title: "Loopback TCP bandwidth (one stream, 1 MiB writes)".into(),
+                columns: vec!["bytes".into(), "GB/s".into()],
+                rows: vec![vec![
+                    Value::from(plan.loopback_bytes as u64),
+                    Value::from(bandwidth / 1e9),
+                ]],
+                source: None,
+                notes: vec![],
+            }),
+        )?;
+        ctx.progress().advance(1);
+
+        let mut stages = Stages::new();
+        let mut totals = Vec::with_capacity(plan.signatures);
+        let mut garbles = Vec::with_capacity(plan.signatures);
+        let mut setup = Vec::with_capacity(plan.signatures);
+        let mut bytes = 0u64;
+        let mut other_bytes = 0u64;
+        let mut rss_e = 0u64;
+        // The garbler's peak from here on: the signatures, not the micro-benchmarks above.
+        let reset = reset_peak_rss();
+        for i in 0..plan.signatures {
+            ctx.check_cancel()?;
+            let inputs = SignInputs::new(i);
+            let signed = two_party(&c, &inputs)?;
+            let r = &signed.report;
+            for s in Stage::ALL {
+                let sr = r.stage(s);
+                let name = if s == Stage::Load {
+                    "Compile"
+                } else {
+                    s.name()
+                };
+                stages.add(name, sr.time, sr.bytes_received, sr.bytes_sent);
+            }
+            stages.end_run();
+            totals.push(r.total.as_nanos() as f64);
+            garbles.push(r.stage(Stage::Garble).time.as_nanos() as f64);
+            setup.push(
+                [Stage::Load, Stage::Init, Stage::OtInit, Stage::PeerInputs]
+                    .iter()
+                    .map(|&s| r.stage(s).time.as_nanos() as f64)
+                    .sum::<f64>(),
+            );
+            bytes = r.bytes_sent + r.bytes_received;
+            // Everything but the garbled tables: handshake, OT, input labels, outputs.
+            let g = r.stage(Stage::Garble);
+            other_bytes = bytes - g.bytes_sent - g.bytes_received;
+            rss_e = rss_e.max(signed.evaluator_rss);
+            ctx.progress().advance(1);
+        }
+        let rss_g = peak_rss().unwrap_or(0);
+        let total_ns: f64 = totals.iter().sum();
+        let min_ns =
+            analysis::theoretical_minimum_ns(&counts, &costs, bytes, bandwidth, median(&setup))
+                * plan.signatures as f64;
+        let s = Samples {
+            iters_per_sample: 1,
+            per_iter_ns: totals.clone(),
+            overhead_ns: None,
+        };
+        let mut mp = p();
+        mp.insert("bytes_on_wire".into(), bytes.into());
+        mp.insert("peak_rss_garbler_bytes".into(), rss_g.into());
+        mp.insert("peak_rss_evaluator_bytes".into(), rss_e.into());
+        mp.insert("peak_rss_garbler_reset".into(), reset.into());
+        let med = ctx.emit_samples(NAME, "2pc", mp.clone(), "signature", s, Some(bytes))?;
+        let breakdown = stages.finish(
+            &format!("2pc {} (garbler)", c.name()),
+            Some(Duration::from_nanos(total_ns as u64)),
+            Some(Duration::from_nanos(min_ns as u64)),
+        );
+        ctx.emit(NAME, "2pc", mp.clone(), Body::Stages(breakdown))?;
+        ctx.emit(
+            NAME,
+            "2pc",
+            p(),
+            Body::Table(analysis::gate_table(&counts, &costs)),
+        )?;
+        let ours = Ours {
+            counts,
+            total_s: med / 1e9,
+            garble_s: median(&garbles) / 1e9,
+            bytes,
+            rss_garbler: rss_g,
+            rss_evaluator: rss_e,
+        };
+        ctx.emit(
+            NAME,
+            "all",
+            p(),
+            Body::Table(analysis::comparison_table(&ours)),
+        )?;
+        for check in [
+            analysis::signature_check(plan.signatures),
+            analysis::and_factor_check(counts.and),
+            analysis::wire_check(counts.and, other_bytes, bytes),
+            analysis::rss_check(rss_g, rss_e),
+            analysis::time_check(ours.total_s),
+        ] {
+            ctx.emit(NAME, "2pc", p(), Body::Check(check))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluator_spec_round_trips_and_rejects_bad_fields() {
+        let s = EvaluatorSpec {
+            addr: "127.0.0.1:4000".into(),
+            msg_len: 64,
+            share: vec![7; 64],
+            message: vec![1, 2, 3],
+        };
+        let d = EvaluatorSpec::decode(&s.encode()).unwrap();
+        assert_eq!(
+            (d.addr.as_str(), d.msg_len, d.share, d.message),
+            ("127.0.0.1:4000", 64, vec![7; 64], vec![1, 2, 3])
+        );
+        assert!(EvaluatorSpec::decode("v2;a;64;00;00").is_err());
+        assert!(EvaluatorSpec::decode("v1;a;x;00;00").is_err());
+        // A share that is not 64 bytes.
+        assert!(
+            EvaluatorSpec::decode("v1;a;64;0011;00")
+                .unwrap_err()
+                .contains("64 bytes")
+        );
+    }
+
+    #[test]
+    fn inputs_share_the_key() {
+        let i = SignInputs::new(2);
+        for k in 0..64 {
+            assert_eq!(i.garbler_share[k] ^ i.evaluator_share[k], i.key[k]);
+        }
+        let sig = reference_sign(&i.key, &i.message);
+        let mut pk = [0u8; 32];
+        pk.copy_from_slice(&i.key[32..]);
+        assert!(verify(&pk, &i.message, &sig));
+    }
+
+    #[test]
+    fn peak_rss_is_read_and_reset() {
+        assert!(peak_rss().unwrap_or(1) > 0);
+        let _ = reset_peak_rss();
+        assert!(peak_rss().unwrap_or(1) > 0);
+    }
+}
