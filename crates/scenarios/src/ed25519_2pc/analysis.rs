@@ -265,8 +265,8 @@ pub fn and_factor_check(and: u64) -> Check {
     )
 }
 
-/// Bytes on the wire within [`WIRE_TOLERANCE`] of 32 per AND gate plus the measured input
-/// and OT traffic.
+/// Bytes on the wire (the socket's count) within [`WIRE_TOLERANCE`] of 32 per AND gate plus
+/// the input, OT and output traffic (the protocol's count).
 pub fn wire_check(and: u64, other_bytes: u64, measured: u64) -> Check {
     let expected = 32 * and + other_bytes;
     let dev = (measured as f64 - expected as f64).abs() / expected.max(1) as f64;

@@ -514,10 +514,14 @@ impl Scenario for Ed25519Pc {
                     .map(|&s| r.stage(s).time.as_nanos() as f64)
                     .sum::<f64>(),
             );
-            bytes = r.bytes_sent + r.bytes_received;
+            // On the wire: the socket's counters, both directions.
+            bytes = r.wire_bytes_sent + r.wire_bytes_received;
             // Everything but the garbled tables: handshake, OT, input labels, outputs.
             let g = r.stage(Stage::Garble);
-            other_bytes = bytes - g.bytes_sent - g.bytes_received;
+            // The protocol's own count of everything but the tables, to check the
+            // socket's total against 32 bytes per AND plus this.
+            other_bytes =
+                (r.bytes_sent + r.bytes_received).saturating_sub(g.bytes_sent + g.bytes_received);
             rss_e = rss_e.max(signed.evaluator_rss);
             ctx.progress().advance(1);
         }
