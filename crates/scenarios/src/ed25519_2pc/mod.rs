@@ -21,7 +21,7 @@ pub mod analysis;
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use garble::channel::{Channel, ChannelError, TcpChannel};
@@ -266,7 +266,7 @@ pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, Scenari
         .spawn()
         .at("starting the evaluator")?;
     let garbled = (|| {
-        let mut ch = accept_from(&listener, &mut child)?;
+        let mut ch = crate::gc2pc::accept_from(&listener, &mut child, PEER_TIMEOUT)?;
         let mut input = inputs.garbler_share.to_vec();
         input.extend_from_slice(&inputs.message);
         let bits = bits_from_bytes(&input, c.garbler_input_bits());
@@ -327,34 +327,6 @@ pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, Scenari
         signature: sig,
         evaluator_rss: erss.and_then(|r| r.parse().ok()).unwrap_or(0),
     })
-}
-
-/// Waits for the evaluator to connect, giving up at once if it exits first and after
-/// [`PEER_TIMEOUT`] otherwise. The channel gets [`PEER_TIMEOUT`] for its reads and writes
-/// (the evaluator generates the circuit for a second or more before it answers).
-fn accept_from(listener: &TcpListener, child: &mut Child) -> Result<TcpChannel, String> {
-    let start = Instant::now();
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    loop {
-        match listener.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false).map_err(|e| e.to_string())?;
-                return TcpChannel::new(s, PEER_TIMEOUT).map_err(|e| e.to_string());
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(format!("the evaluator exited ({status}) before connecting"));
-                }
-                if start.elapsed() > PEER_TIMEOUT {
-                    return Err(format!(
-                        "the evaluator did not connect within {PEER_TIMEOUT:?}"
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    }
 }
 
 /// Loopback bandwidth through the channel the sessions use: `bytes` sent from one thread

@@ -31,6 +31,7 @@ use measure::stages::Stages;
 
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
+pub(crate) use self::peer::accept_from;
 pub use self::peer::two_party;
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 use crate::{At, Context, Preset, Scenario, ScenarioError};

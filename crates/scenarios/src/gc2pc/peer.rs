@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use garble::channel::{ChannelError, TcpChannel};
+use garble::channel::TcpChannel;
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
@@ -136,7 +136,7 @@ pub fn two_party(
         .spawn()
         .at("two-party session: starting the evaluator")?;
     let garbled = (|| {
-        let mut ch = accept_from(&listener, &mut child)?;
+        let mut ch = accept_from(&listener, &mut child, PEER_TIMEOUT)?;
         let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
             .map_err(|e| e.to_string())?;
         let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
@@ -185,22 +185,30 @@ pub fn two_party(
     Ok(out.report)
 }
 
-/// Waits for the evaluator to connect, giving up at once if it exits first (bad input,
-/// failed start) and after [`PEER_TIMEOUT`] otherwise.
-pub(super) fn accept_from(listener: &TcpListener, child: &mut Child) -> Result<TcpChannel, String> {
+/// Waits for the evaluator process `child` to connect, giving up at once if it exits first
+/// (bad input, failed start) and after `timeout` otherwise. The channel gets `timeout` for
+/// its reads and writes too (an evaluator may compute for a while before it answers).
+pub(crate) fn accept_from(
+    listener: &TcpListener,
+    child: &mut Child,
+    timeout: Duration,
+) -> Result<TcpChannel, String> {
     let start = Instant::now();
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     loop {
-        match TcpChannel::accept(listener, Duration::from_millis(50)) {
-            Ok(ch) => return Ok(ch),
-            Err(ChannelError::Timeout(_)) => {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).map_err(|e| e.to_string())?;
+                return TcpChannel::new(s, timeout).map_err(|e| e.to_string());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if let Ok(Some(status)) = child.try_wait() {
                     return Err(format!("the evaluator exited ({status}) before connecting"));
                 }
-                if start.elapsed() > PEER_TIMEOUT {
-                    return Err(format!(
-                        "the evaluator did not connect within {PEER_TIMEOUT:?}"
-                    ));
+                if start.elapsed() > timeout {
+                    return Err(format!("the evaluator did not connect within {timeout:?}"));
                 }
+                std::thread::sleep(Duration::from_millis(2));
             }
             Err(e) => return Err(e.to_string()),
         }
