@@ -191,17 +191,9 @@ fn run_dp_tree_quick_writes_scaling_plots_and_the_original_beside_ours() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    // Sweeps this short on a loaded machine can fail their own checks (a 1-thread point slowed
-    // by another process makes 2 threads look super-linear): exit 3, with everything written
-    // and the failed check named. This test is about the plots.
-    match o.status.code() {
-        Some(0) => {}
-        Some(3) => assert!(
-            String::from_utf8_lossy(&o.stdout).contains("  FAIL  dp-tree/"),
-            "exit 3 names the failed check"
-        ),
-        _ => panic!("{}", stderr(&o)),
-    }
+    // Sweeps this short on a loaded machine can look super-linear (a 1-thread point slowed by
+    // another process): a warning, not a failure, so the run still exits 0.
+    assert!(o.status.success(), "{}", stderr(&o));
     let kinds = validate_file(&out.join("results.jsonl"));
     // 3 backends x 2 batch sizes x (weak + strong) x 2 thread counts.
     assert_eq!(kinds.iter().filter(|k| *k == "scaling").count(), 24);

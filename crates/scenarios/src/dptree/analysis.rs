@@ -64,9 +64,10 @@ pub fn weak_32_derived_kops() -> f64 {
 
 /// Speed-ups beyond the thread count, in every sweep of this run and in the original's
 /// published weak-scaling figures, through the same function
-/// ([`measure::sweep::superlinear`]). On this run's data a finding fails the run (the
-/// harness computes throughput once; a lock-serialized tree cannot scale super-linearly);
-/// on the published figures it is a finding about the publication.
+/// ([`measure::sweep::superlinear`]). On the published figures it is a finding about the
+/// publication. On this run's data it is a warning: the harness computes throughput once, so
+/// what remains is a disturbed baseline (a 1-thread run that lost its core for part of a
+/// short run makes every later point look super-linear), which the message names.
 pub fn superlinear_checks(outcomes: &[Outcome]) -> Vec<(String, Params, Body)> {
     let mut out = Vec::new();
     let published = [
@@ -123,10 +124,10 @@ pub fn superlinear_checks(outcomes: &[Outcome]) -> Vec<(String, Params, Body)> {
                     ),
                 ),
                 Some(s) => (
-                    Verdict::Fail,
+                    Verdict::Warn,
                     format!(
-                        "{mode} scaling: {:.2}x on {} threads (at most {:.2}x): \
-                         {SUPERLINEAR_CAUSE}",
+                        "{mode} scaling: {:.2}x on {} threads (at most {:.2}x): a disturbed \
+                         baseline run (a busy machine, a run too short), or {SUPERLINEAR_CAUSE}",
                         s.speedup, s.threads, s.bound
                     ),
                 ),

@@ -406,7 +406,7 @@ mod tests {
     }
 
     /// The same function flags the published weak-scaling figure (168x on 32 threads) as a
-    /// finding about the publication, passes a sub-linear sweep of ours, and fails one of
+    /// finding about the publication, passes a sub-linear sweep of ours, and warns on one of
     /// ours that scales beyond its thread count.
     #[test]
     fn superlinear_speedups_are_flagged_in_published_and_own_sweeps() {
@@ -435,7 +435,7 @@ mod tests {
             [
                 ("all", Verdict::Fail, false),
                 ("native", Verdict::Pass, false),
-                ("sandbox", Verdict::Fail, true)
+                ("sandbox", Verdict::Warn, false)
             ]
         );
         let Body::Check(published) = &checks[0].2 else {
