@@ -19,9 +19,7 @@
 
 pub mod analysis;
 
-use std::io::Read;
-use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use garble::channel::{Channel, ChannelError, TcpChannel};
@@ -214,20 +212,7 @@ fn split_output(bytes: &[u8]) -> Result<([u8; 64], [u8; 32]), String> {
 /// Becomes the evaluator of one signature and exits when this process was started as one;
 /// returns at once otherwise (see [`crate::run_if_child`]).
 pub fn run_if_evaluator() {
-    let Some(spec) = std::env::var_os(EVALUATOR_ENV) else {
-        return;
-    };
-    let code = match evaluate(&spec.to_string_lossy()) {
-        Ok(line) => {
-            println!("{line}");
-            0
-        }
-        Err(e) => {
-            eprintln!("ed25519-2pc evaluator: {e}");
-            1
-        }
-    };
-    std::process::exit(code);
+    crate::gc2pc::run_child_if(EVALUATOR_ENV, "ed25519-2pc evaluator", evaluate);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -249,55 +234,21 @@ pub struct Signed {
 pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
     let expected = reference_sign(&inputs.key, &inputs.message);
-    let listener = TcpListener::bind("127.0.0.1:0").at(step)?;
-    let addr = listener.local_addr().at(step)?;
-    let spec = EvaluatorSpec {
-        addr: addr.to_string(),
-        msg_len: c.msg_len,
-        share: inputs.evaluator_share.to_vec(),
-        message: inputs.message.clone(),
+    let spec = |addr: SocketAddr| {
+        EvaluatorSpec {
+            addr: addr.to_string(),
+            msg_len: c.msg_len,
+            share: inputs.evaluator_share.to_vec(),
+            message: inputs.message.clone(),
+        }
+        .encode()
     };
-    let exe = std::env::current_exe().at("own executable")?;
-    let mut child = Command::new(exe)
-        .env(EVALUATOR_ENV, spec.encode())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .at("starting the evaluator")?;
-    let garbled = (|| {
-        let mut ch = crate::gc2pc::accept_from(&listener, &mut child, PEER_TIMEOUT)?;
+    let (out, stdout) = crate::gc2pc::with_evaluator(step, EVALUATOR_ENV, spec, |ch| {
         let mut input = inputs.garbler_share.to_vec();
         input.extend_from_slice(&inputs.message);
         let bits = bits_from_bytes(&input, c.garbler_input_bits());
-        stream::run_garbler(&mut ch, c, &bits, &SessionOptions::default())
-            .map_err(|e| e.to_string())
-    })();
-    if garbled.is_err() {
-        // The evaluator may be waiting for us: do not wait for its timeout.
-        let _ = child.kill();
-    }
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut stdout);
-    }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut stderr);
-    }
-    let status = child.wait().at("waiting for the evaluator")?;
-    let out = garbled.map_err(|e| {
-        ScenarioError::step(
-            step,
-            format!("garbler: {e}; evaluator ({status}): {}", stderr.trim()),
-        )
+        stream::run_garbler(ch, c, &bits, &SessionOptions::default()).map_err(|e| e.to_string())
     })?;
-    if !status.success() {
-        return Err(ScenarioError::step(
-            step,
-            format!("evaluator failed ({status}): {}", stderr.trim()),
-        ));
-    }
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     let (sig, pk) = split_output(&bytes).map_err(|e| ScenarioError::step(step, e))?;
     if sig != expected || !verify(&pk, &inputs.message, &sig) {

@@ -2,7 +2,7 @@
 //! loopback TCP, and the garbler's side of one two-party session with it.
 
 use std::io::Read;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -85,16 +85,27 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
 /// Becomes the evaluator of one session and exits when this process was started as one;
 /// returns at once otherwise. Called first thing in `main` (see [`crate::run_if_child`]).
 pub fn run_if_evaluator() {
-    let Some(spec) = std::env::var_os(EVALUATOR_ENV) else {
+    run_child_if(EVALUATOR_ENV, "gc-2pc evaluator", evaluate);
+}
+
+/// Becomes a child party and exits when the environment variable `var` holds its spec: the
+/// party's one line of output on stdout and status 0, or its error (named by `who`) on
+/// stderr and status 1. Returns at once when `var` is not set.
+pub(crate) fn run_child_if(
+    var: &str,
+    who: &str,
+    party: impl FnOnce(&str) -> Result<String, String>,
+) {
+    let Some(spec) = std::env::var_os(var) else {
         return;
     };
-    let code = match evaluate(&spec.to_string_lossy()) {
+    let code = match party(&spec.to_string_lossy()) {
         Ok(line) => {
             println!("{line}");
             0
         }
         Err(e) => {
-            eprintln!("gc-2pc evaluator: {e}");
+            eprintln!("{who}: {e}");
             1
         }
     };
@@ -115,34 +126,63 @@ pub fn two_party(
     evaluator_input: &[u8],
     evaluations: u64,
 ) -> Result<SessionReport, ScenarioError> {
-    let fail = |m: String| ScenarioError::step("two-party session", m);
-    let expected = c
-        .eval_bytes(garbler_input, evaluator_input)
-        .at("two-party session")?;
-    let listener = TcpListener::bind("127.0.0.1:0").at("two-party session")?;
-    let addr = listener.local_addr().at("two-party session")?;
-    let spec = EvaluatorSpec {
-        addr: addr.to_string(),
-        circuit: name.to_owned(),
-        evaluations,
-        input: evaluator_input.to_vec(),
+    let step = "two-party session";
+    let fail = |m: String| ScenarioError::step(step, m);
+    let expected = c.eval_bytes(garbler_input, evaluator_input).at(step)?;
+    let spec = |addr: SocketAddr| {
+        EvaluatorSpec {
+            addr: addr.to_string(),
+            circuit: name.to_owned(),
+            evaluations,
+            input: evaluator_input.to_vec(),
+        }
+        .encode()
     };
-    let exe = std::env::current_exe().at("two-party session: own executable")?;
+    let (out, stdout) = with_evaluator(step, EVALUATOR_ENV, spec, |ch| {
+        let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
+            .map_err(|e| e.to_string())?;
+        let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
+        session::run_garbler(ch, c, &vec![bits; n], &SessionOptions::default())
+            .map_err(|e| e.to_string())
+    })?;
+    let want = format!("ok {}", hex(&expected));
+    if stdout.trim() != want {
+        return Err(fail(format!(
+            "the evaluator's output {:?} differs from plain evaluation {want:?}",
+            stdout.trim()
+        )));
+    }
+    if out.output_bytes().iter().any(|o| *o != expected) {
+        return Err(fail(
+            "the garbler's output differs from plain evaluation".into(),
+        ));
+    }
+    Ok(out.report)
+}
+
+/// Runs the garbler's side of a session with an evaluator process: starts this binary with
+/// `var` set to `spec(address it must connect to)`, accepts it, runs `garble` on the channel,
+/// and waits for the evaluator to exit (killing it first when the garbler failed, so that
+/// neither waits for the other's timeout). Returns the garbler's result and what the
+/// evaluator printed; a failure of either party is an error of `step` with both sides' words.
+pub(crate) fn with_evaluator<T>(
+    step: &str,
+    var: &str,
+    spec: impl FnOnce(SocketAddr) -> String,
+    garble: impl FnOnce(&mut TcpChannel) -> Result<T, String>,
+) -> Result<(T, String), ScenarioError> {
+    let listener = TcpListener::bind("127.0.0.1:0").at(step)?;
+    let addr = listener.local_addr().at(step)?;
+    let exe = std::env::current_exe().at(&format!("{step}: own executable"))?;
     let mut child = Command::new(exe)
-        .env(EVALUATOR_ENV, spec.encode())
+        .env(var, spec(addr))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .at("two-party session: starting the evaluator")?;
-    let garbled = (|| {
-        let mut ch = accept_from(&listener, &mut child, PEER_TIMEOUT)?;
-        let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
-            .map_err(|e| e.to_string())?;
-        let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
-        session::run_garbler(&mut ch, c, &vec![bits; n], &SessionOptions::default())
-            .map_err(|e| e.to_string())
-    })();
+        .at(&format!("{step}: starting the evaluator"))?;
+    let garbled =
+        accept_from(&listener, &mut child, PEER_TIMEOUT).and_then(|mut ch| garble(&mut ch));
     if garbled.is_err() {
         // The evaluator may be stuck waiting for us: do not wait for its timeout.
         let _ = child.kill();
@@ -157,32 +197,20 @@ pub fn two_party(
     }
     let status = child
         .wait()
-        .at("two-party session: waiting for the evaluator")?;
+        .at(&format!("{step}: waiting for the evaluator"))?;
     let out = garbled.map_err(|e| {
-        fail(format!(
-            "garbler: {e}; evaluator ({status}): {}",
-            stderr.trim()
-        ))
+        ScenarioError::step(
+            step,
+            format!("garbler: {e}; evaluator ({status}): {}", stderr.trim()),
+        )
     })?;
     if !status.success() {
-        return Err(fail(format!(
-            "evaluator failed ({status}): {}",
-            stderr.trim()
-        )));
-    }
-    let want = format!("ok {}", hex(&expected));
-    if stdout.trim() != want {
-        return Err(fail(format!(
-            "the evaluator's output {:?} differs from plain evaluation {want:?}",
-            stdout.trim()
-        )));
-    }
-    if out.output_bytes().iter().any(|o| *o != expected) {
-        return Err(fail(
-            "the garbler's output differs from plain evaluation".into(),
+        return Err(ScenarioError::step(
+            step,
+            format!("evaluator failed ({status}): {}", stderr.trim()),
         ));
     }
-    Ok(out.report)
+    Ok((out, stdout))
 }
 
 /// Waits for the evaluator process `child` to connect, giving up at once if it exits first
