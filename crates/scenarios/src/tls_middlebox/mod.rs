@@ -35,7 +35,9 @@
 pub mod affinity;
 pub mod analysis;
 pub mod keys;
+pub mod pki;
 pub mod records;
+pub mod relay;
 pub mod service;
 pub mod workload;
 
@@ -48,8 +50,10 @@ use measure::sampler::Samples;
 use crate::boundary::{self, Config};
 use crate::{At, Context, Preset, RunOptions, Scenario, ScenarioError};
 use analysis::{Breakdown, Row};
+use pki::Pki;
+use relay::Middlebox;
 use service::{Call, Client, EngineLimits, SERVICE};
-use workload::{Middlebox, PATTERNS, PassConfig, PassResult, Pki};
+use workload::{PATTERNS, PassConfig, PassResult};
 
 pub use service::register;
 

@@ -11,15 +11,14 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, ConnectionTrafficSecrets, ServerConnection};
 
 use super::keys::{Direction, KeyBlock, MasterSecret};
+use super::pki::{self, Pki, SERVER_NAME, ShareLog, client_config, server_config};
 use super::records::{ContentType, FrameError, Hello, Reassembler, hello_random};
+use super::relay::{FlowReport, Middlebox};
 use super::service::{
     Client, ClientError, EngineLimits, FlowInfo, MiddleboxError, RecordIn, StartTls, TlsRandoms,
     register, seal_share,
 };
-use super::workload::{
-    self, FlowReport, Middlebox, PATTERNS, PassConfig, Pki, SERVER_NAME, ShareLog, client_config,
-    server_config,
-};
+use super::workload::{self, PATTERNS, PassConfig};
 
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
@@ -777,8 +776,8 @@ fn a_pass_with_a_wrong_key_share_is_caught_by_the_checks() {
     };
     let e = native();
     let mb = middlebox(&e);
-    let (chan, rx) = workload::ShareChannel::new(mb.engine().clone());
-    let wrong: Arc<workload::ShareFn> = Arc::new(move |cr, secret: &[u8]| {
+    let (chan, rx) = pki::ShareChannel::new(mb.engine().clone());
+    let wrong: Arc<pki::ShareFn> = Arc::new(move |cr, secret: &[u8]| {
         let mut s = secret.to_vec();
         s[5] ^= 1;
         chan.send(cr, &s);
