@@ -1,0 +1,289 @@
+//! The relay on real sockets: a replayed session, every bad input of the issue, whole
+//! passes.
+
+use super::*;
+
+#[test]
+fn the_relay_inspects_a_replayed_session() {
+    let cap = capture(&messages(), b"fine");
+    let e = native();
+    let mb = middlebox(&e);
+    mb.client()
+        .init_out_of_band_key_share(
+            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
+        )
+        .unwrap();
+    let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), None);
+    assert_eq!(r.dirs[0].app_records, 4, "{r:?}");
+    assert_eq!(r.dirs[0].matches, 3);
+    assert_eq!(r.dirs[1].app_records, 1);
+    assert_eq!(r.dirs[0].auth_failures + r.dirs[1].auth_failures, 0);
+    assert!(
+        r.dirs
+            .iter()
+            .all(|d| d.malformed.is_none() && d.truncated.is_none() && d.enclave_errors.is_empty()),
+        "{r:?}"
+    );
+    assert_eq!(r.enclave.unwrap()[0].matches, 3);
+}
+
+#[test]
+fn a_tampered_record_is_counted_and_forwarded_and_the_rest_still_open() {
+    let cap = capture(&messages(), b"fine");
+    let e = native();
+    let mb = middlebox(&e);
+    mb.client()
+        .init_out_of_band_key_share(
+            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
+        )
+        .unwrap();
+    let mut c2s = cap.c2s.clone();
+    let (at, len) = app_record(&c2s, 1);
+    c2s[at + len / 2] ^= 0x01;
+    let r = replay(&mb, c2s, cap.s2c.clone(), None);
+    assert_eq!(r.dirs[0].auth_failures, 1, "{r:?}");
+    assert_eq!(r.dirs[0].app_records, 3);
+    assert_eq!(
+        r.dirs[0].matches, 1,
+        "the tampered record held two of the three patterns"
+    );
+    assert_eq!(r.enclave.unwrap()[0].auth_failures, 1);
+}
+
+#[test]
+fn a_wrong_key_share_fails_every_record_and_no_share_passes_through() {
+    let cap = capture(&messages(), b"fine");
+    let e = native();
+    let mb = middlebox(&e);
+    let mut wrong = cap.master;
+    wrong[0] ^= 0x80;
+    mb.client()
+        .init_out_of_band_key_share(&seal_share(mb.engine(), cap.client_random, &wrong).unwrap())
+        .unwrap();
+    let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), None);
+    // Finished and four application records one way, Finished and one the other.
+    assert_eq!(r.dirs[0].auth_failures, 5, "{r:?}");
+    assert_eq!(r.dirs[1].auth_failures, 2);
+    assert_eq!(r.dirs[0].app_records, 0);
+
+    // Another session, whose share never came: passed through uninspected.
+    let cap2 = capture(&messages(), b"fine");
+    let r = replay(&mb, cap2.c2s.clone(), cap2.s2c.clone(), None);
+    assert!(r.dirs[0].no_key_share && r.dirs[1].no_key_share, "{r:?}");
+    assert_eq!(r.dirs[0].uninspected, 5);
+    assert_eq!(r.dirs[0].inspected, 0);
+}
+
+#[test]
+fn a_key_share_for_an_unknown_client_random_stays_unclaimed() {
+    let cap = capture(&messages(), b"fine");
+    let e = native();
+    let mb = middlebox(&e);
+    let stray = seal_share(mb.engine(), [0x5a; 32], &[1; 48]).unwrap();
+    assert_eq!(mb.client().init_out_of_band_key_share(&stray).unwrap(), 1);
+    mb.client()
+        .init_out_of_band_key_share(
+            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
+        )
+        .unwrap();
+    let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), None);
+    assert_eq!(r.dirs[0].app_records, 4, "the other flow is served: {r:?}");
+    assert_eq!(
+        r.shares_pending, 1,
+        "the stray share is reported as unclaimed"
+    );
+}
+
+#[test]
+fn malformed_records_close_the_flow() {
+    let cap = capture(&messages(), b"fine");
+    let e = native();
+    let mb = middlebox(&e);
+    mb.client()
+        .init_out_of_band_key_share(
+            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
+        )
+        .unwrap();
+    // A length beyond 2^14 + 2048, after the first application record.
+    let (at, len) = app_record(&cap.c2s, 0);
+    let mut too_long = cap.c2s[..at + len].to_vec();
+    too_long.extend_from_slice(&[23, 3, 3, 0x48, 0x01]);
+    too_long.extend_from_slice(&[0; 64]);
+    let r = replay(&mb, too_long, cap.s2c.clone(), None);
+    assert_eq!(
+        r.dirs[0].malformed,
+        Some(FrameError::TooLong { len: 0x4801 }),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.dirs[0].app_records, 1,
+        "records before the bad one were inspected"
+    );
+    // An unknown content type.
+    let cap = capture(&messages(), b"fine");
+    mb.client()
+        .init_out_of_band_key_share(
+            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
+        )
+        .unwrap();
+    let mut unknown = cap.c2s.clone();
+    unknown.extend_from_slice(&[0x42, 3, 3, 0, 2, 0, 0]);
+    let r = replay(&mb, unknown, cap.s2c.clone(), None);
+    assert_eq!(
+        r.dirs[0].malformed,
+        Some(FrameError::UnknownType(0x42)),
+        "{r:?}"
+    );
+    assert_eq!(r.dirs[0].app_records, 4);
+}
+
+#[test]
+fn a_client_that_disconnects_mid_record_is_truncated() {
+    let cap = capture(&messages(), b"fine");
+    let e = native();
+    let mb = middlebox(&e);
+    mb.client()
+        .init_out_of_band_key_share(
+            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
+        )
+        .unwrap();
+    // Cut inside the third application record's body.
+    let (at, len) = app_record(&cap.c2s, 2);
+    let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), Some(at + len / 2));
+    assert_eq!(r.dirs[0].app_records, 2, "{r:?}");
+    assert_eq!(
+        r.dirs[0].truncated,
+        Some(FrameError::Truncated {
+            have: len / 2,
+            want: len
+        })
+    );
+    // Cut inside a header.
+    let cap = capture(&messages(), b"fine");
+    mb.client()
+        .init_out_of_band_key_share(
+            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
+        )
+        .unwrap();
+    let (at, _) = app_record(&cap.c2s, 1);
+    let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), Some(at + 3));
+    assert_eq!(
+        r.dirs[0].truncated,
+        Some(FrameError::Truncated { have: 3, want: 5 }),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn an_idle_flow_is_closed() {
+    let e = native();
+    let mut mb = middlebox(&e);
+    mb.idle = Duration::from_millis(300);
+    let down_l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let up_l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let _client = TcpStream::connect(down_l.local_addr().unwrap()).unwrap();
+    let (down, _) = down_l.accept().unwrap();
+    let up = TcpStream::connect(up_l.local_addr().unwrap()).unwrap();
+    let _server = up_l.accept().unwrap();
+    let start = std::time::Instant::now();
+    let r = mb.relay(down, up);
+    assert!(r.dirs.iter().any(|d| d.idle_timeout), "{r:?}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+/// Whole passes over sockets: direct, and through the native middlebox, with a bad flow
+/// (garbage) in the middle of good ones.
+#[test]
+fn passes_deliver_every_byte_and_find_every_pattern() {
+    let cfg = PassConfig {
+        flows: 4,
+        record_size: 1024,
+        records_per_flow: 20,
+        rounds: 2,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let direct = workload::run_pass(&cfg, pki(), None, None).unwrap();
+    assert!(super::super::analysis::problems(&direct, 4, false).is_empty());
+    let e = native();
+    let mb = middlebox(&e);
+    let pass = std::thread::scope(|s| {
+        // A garbage flow alongside.
+        let bad = s.spawn(|| {
+            let down_l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let up_l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut c = TcpStream::connect(down_l.local_addr().unwrap()).unwrap();
+            let (down, _) = down_l.accept().unwrap();
+            let up = TcpStream::connect(up_l.local_addr().unwrap()).unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+            mb.relay(down, up)
+        });
+        let pass = workload::run_pass(&cfg, pki(), Some(&mb), None).unwrap();
+        assert!(bad.join().unwrap().dirs[0].malformed.is_some());
+        pass
+    });
+    let p = super::super::analysis::problems(&pass, 4, true);
+    assert!(p.is_empty(), "{p:?}");
+    assert_eq!(pass.planted, 4 * 10);
+    assert_eq!(
+        pass.flows.iter().map(|f| f.dirs[0].matches).sum::<u64>(),
+        40
+    );
+    assert_eq!(pass.shares, (4, 0));
+    assert_eq!(pass.wall_ns.len(), 2);
+    assert!(pass.wall_ns.iter().all(|&w| w > 0));
+}
+
+#[test]
+fn a_pass_with_a_wrong_key_share_is_caught_by_the_checks() {
+    let cfg = PassConfig {
+        flows: 2,
+        record_size: 256,
+        records_per_flow: 8,
+        rounds: 1,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let e = native();
+    let mb = middlebox(&e);
+    let (chan, rx) = pki::ShareChannel::new(mb.engine().clone());
+    let wrong: Arc<pki::ShareFn> = Arc::new(move |cr, secret: &[u8]| {
+        let mut s = secret.to_vec();
+        s[5] ^= 1;
+        chan.send(cr, &s);
+    });
+    let pass = std::thread::scope(|s| {
+        s.spawn(|| mb.serve_shares(rx));
+        workload::run_pass(&cfg, pki(), Some(&mb), Some(wrong)).unwrap()
+    });
+    // The bytes still arrive (the relay forwards what fails authentication) ...
+    assert!(
+        pass.servers
+            .iter()
+            .all(|s| s.bytes == s.expected && s.mismatch_at.is_none())
+    );
+    // ... but the check sees nothing decrypted.
+    let p = super::super::analysis::problems(&pass, 2, true);
+    assert!(
+        p.iter().any(|m| m.contains("authentication failures")),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_pass_refuses_sizes_it_cannot_send() {
+    let cfg = PassConfig {
+        flows: 1,
+        record_size: 0,
+        records_per_flow: 1,
+        rounds: 1,
+        plant_every: 4,
+        timeout: Duration::from_secs(5),
+    };
+    assert!(workload::run_pass(&cfg, pki(), None, None).is_err());
+    let too_big = PassConfig {
+        record_size: (1 << 14) + 1,
+        ..cfg
+    };
+    assert!(workload::run_pass(&too_big, pki(), None, None).is_err());
+}

@@ -1,0 +1,268 @@
+//! Our key schedule and the enclave's seven ecalls against rustls's own traffic.
+
+use super::*;
+
+/// Our key schedule against rustls's: the same keys and IVs, from the key log's master
+/// secret and the randoms read off the wire; and every record rustls wrote opens.
+#[test]
+fn key_block_and_records_match_rustls_traffic() {
+    let cap = capture(&messages(), b"200 OK");
+    assert_eq!(cap.received, cap.sent.concat());
+    let (cr, sr) = randoms(&cap);
+    assert_eq!(cr, cap.client_random);
+    let kb = KeyBlock::derive(&MasterSecret(cap.master), &cr, &sr);
+    assert_eq!(kb.key(Direction::ClientToServer).to_vec(), cap.client_key);
+    assert_eq!(kb.salt(Direction::ClientToServer).to_vec(), cap.client_salt);
+    assert_eq!(kb.key(Direction::ServerToClient).to_vec(), cap.server_key);
+    assert_eq!(kb.salt(Direction::ServerToClient).to_vec(), cap.server_salt);
+
+    for (dir, stream, want_app) in [
+        (Direction::ClientToServer, &cap.c2s, cap.sent.clone()),
+        (
+            Direction::ServerToClient,
+            &cap.s2c,
+            vec![b"200 OK".to_vec()],
+        ),
+    ] {
+        let mut opener = None;
+        let mut app = Vec::new();
+        let mut finished = false;
+        let mut buf = Vec::new();
+        for (ct, v, bytes) in records_of(stream) {
+            match (&mut opener, ct) {
+                (None, ContentType::ChangeCipherSpec) => opener = Some(kb.opener(dir).unwrap()),
+                (None, _) => {}
+                (Some(o), _) => {
+                    let plain = o.open(ct, v, &bytes[5..], &mut buf).unwrap().to_vec();
+                    match ct {
+                        // Finished: handshake type 20, 12 bytes of verify data.
+                        ContentType::Handshake => {
+                            assert_eq!(plain[..4], [20, 0, 0, 12]);
+                            finished = true;
+                        }
+                        ContentType::ApplicationData => app.push(plain),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert!(finished, "{dir:?}: the encrypted Finished opened");
+        assert_eq!(app, want_app, "{dir:?}");
+    }
+}
+
+/// The seven ecalls in order over captured traffic: every record decrypts, the patterns
+/// are counted, the counts come back at close.
+#[test]
+fn the_service_decrypts_and_inspects_captured_traffic() {
+    let cap = capture(&messages(), b"ok");
+    let (cr, sr) = randoms(&cap);
+    let e = native();
+    let c = Client::new(&e);
+    let engine = c.init_decryption_engine(&limits()).unwrap();
+    assert_eq!(
+        c.load_ruleset(&super::super::service::Ruleset {
+            patterns: PATTERNS.iter().map(|p| p.to_vec()).collect(),
+        })
+        .unwrap(),
+        4
+    );
+    let share = seal_share(&engine, cr, &cap.master).unwrap();
+    assert_eq!(c.init_out_of_band_key_share(&share).unwrap(), 1);
+    c.set_info_flow(&FlowInfo::Open {
+        flow: 7,
+        client: "c".into(),
+        server: "s".into(),
+    })
+    .unwrap();
+    c.init_tls_process(&TlsRandoms {
+        flow: 7,
+        client_random: cr,
+        server_random: sr,
+    })
+    .unwrap();
+    let mut matches = 0;
+    let mut app = 0;
+    for (dir, stream) in [
+        (Direction::ClientToServer, &cap.c2s),
+        (Direction::ServerToClient, &cap.s2c),
+    ] {
+        let mut started = false;
+        for (ct, _, bytes) in records_of(stream) {
+            if !started {
+                if ct == ContentType::ChangeCipherSpec {
+                    c.start_tls_process(&StartTls {
+                        flow: 7,
+                        direction: dir,
+                    })
+                    .unwrap();
+                    started = true;
+                }
+                continue;
+            }
+            let v = c
+                .reproduce_ssl_context(&RecordIn {
+                    flow: 7,
+                    direction: dir,
+                    record: bytes,
+                })
+                .unwrap();
+            matches += v.matches;
+            app += u32::from(v.content_type == 23);
+        }
+    }
+    assert_eq!(matches, 3);
+    assert_eq!(app, 5);
+    let r = c.set_info_flow(&FlowInfo::Close { flow: 7 }).unwrap();
+    let counts = r.counts.unwrap();
+    assert_eq!(counts[0].app_records, 4);
+    assert_eq!(counts[0].matches, 3);
+    assert_eq!(
+        counts[0].app_bytes,
+        cap.sent.iter().map(|m| m.len() as u64).sum::<u64>()
+    );
+    assert_eq!(counts[1].app_records, 1);
+    assert_eq!(
+        counts[0].decrypted, 5,
+        "the Finished and four application records"
+    );
+    assert_eq!(r.shares_pending, 0, "the flow's share went with it");
+}
+
+#[test]
+fn the_service_refuses_bad_calls_without_panicking() {
+    let e = native();
+    let c = Client::new(&e);
+    fn refused<T>(r: Result<T, ClientError>) -> MiddleboxError {
+        match r {
+            Err(ClientError::Middlebox(m)) => m,
+            Err(other) => panic!("expected a refusal, got {other}"),
+            Ok(_) => panic!("expected a refusal, got a reply"),
+        }
+    }
+    // Before the engine exists.
+    assert_eq!(
+        refused(c.set_info_flow(&FlowInfo::Close { flow: 1 })),
+        MiddleboxError::NotInitialized
+    );
+    let engine = c
+        .init_decryption_engine(&EngineLimits {
+            max_flows: 1,
+            max_pending_shares: 1,
+        })
+        .unwrap();
+    assert_eq!(
+        refused(c.start_tls_process(&StartTls {
+            flow: 9,
+            direction: Direction::ClientToServer
+        })),
+        MiddleboxError::UnknownFlow(9)
+    );
+    c.set_info_flow(&FlowInfo::Open {
+        flow: 1,
+        client: String::new(),
+        server: String::new(),
+    })
+    .unwrap();
+    assert_eq!(
+        refused(c.set_info_flow(&FlowInfo::Open {
+            flow: 1,
+            client: String::new(),
+            server: String::new()
+        })),
+        MiddleboxError::DuplicateFlow(1)
+    );
+    assert_eq!(
+        refused(c.set_info_flow(&FlowInfo::Open {
+            flow: 2,
+            client: String::new(),
+            server: String::new()
+        })),
+        MiddleboxError::TooManyFlows(1)
+    );
+    assert_eq!(
+        refused(c.start_tls_process(&StartTls {
+            flow: 1,
+            direction: Direction::ClientToServer
+        })),
+        MiddleboxError::NoRandoms(1)
+    );
+    c.init_tls_process(&TlsRandoms {
+        flow: 1,
+        client_random: [1; 32],
+        server_random: [2; 32],
+    })
+    .unwrap();
+    // A key share for an unknown client random: held, and it does not unlock flow 1.
+    let stray = seal_share(&engine, [3; 32], &[9; 48]).unwrap();
+    assert_eq!(c.init_out_of_band_key_share(&stray).unwrap(), 1);
+    assert_eq!(
+        refused(c.start_tls_process(&StartTls {
+            flow: 1,
+            direction: Direction::ClientToServer
+        })),
+        MiddleboxError::NoKeyShare(1)
+    );
+    // The share limit holds.
+    let another = seal_share(&engine, [4; 32], &[9; 48]).unwrap();
+    assert_eq!(
+        refused(c.init_out_of_band_key_share(&another)),
+        MiddleboxError::TooManyShares(1)
+    );
+    // A share sealed for a different client random, or tampered, or not 48 bytes.
+    let mut moved = seal_share(&engine, [1; 32], &[9; 48]).unwrap();
+    moved.client_random = [5; 32];
+    assert_eq!(
+        refused(c.init_out_of_band_key_share(&moved)),
+        MiddleboxError::BadKeyShare
+    );
+    let mut flipped = seal_share(&engine, [1; 32], &[9; 48]).unwrap();
+    flipped.ciphertext[0] ^= 1;
+    assert_eq!(
+        refused(c.init_out_of_band_key_share(&flipped)),
+        MiddleboxError::BadKeyShare
+    );
+    let short = seal_share(&engine, [1; 32], &[9; 47]).unwrap();
+    assert_eq!(
+        refused(c.init_out_of_band_key_share(&short)),
+        MiddleboxError::BadKeyShare
+    );
+    // Records before the direction started, and records that are not one whole record.
+    let rec = |record: Vec<u8>| RecordIn {
+        flow: 1,
+        direction: Direction::ServerToClient,
+        record,
+    };
+    assert!(matches!(
+        refused(c.reproduce_ssl_context(&rec(vec![23, 3, 3, 0, 30]))),
+        MiddleboxError::BadRecord(_)
+    ));
+    assert!(matches!(
+        refused(c.reproduce_ssl_context(&rec(vec![99, 3, 3, 0, 0]))),
+        MiddleboxError::BadRecord(_)
+    ));
+    assert!(matches!(
+        refused(c.reproduce_ssl_context(&rec(vec![23, 3, 3, 0, 1, 0]))),
+        MiddleboxError::NotStarted { .. }
+    ));
+    // A close returns the stray share as still pending.
+    let r = c.set_info_flow(&FlowInfo::Close { flow: 1 }).unwrap();
+    assert_eq!(r.shares_pending, 1);
+    // Garbage that does not decode, and an unknown call id: errors, not panics.
+    assert!(e.ecall(6, &[0xff; 3]).is_err());
+    assert!(e.ecall(6, &[]).is_err());
+    assert!(e.ecall(42, &[]).is_err());
+}
+
+#[test]
+fn secrets_stay_out_of_errors() {
+    let e = native();
+    let c = Client::new(&e);
+    let engine = c.init_decryption_engine(&limits()).unwrap();
+    let master = [0xa7u8; 48];
+    let mut bad = seal_share(&engine, [1; 32], &master).unwrap();
+    bad.ciphertext[3] ^= 0x40;
+    let err = c.init_out_of_band_key_share(&bad).unwrap_err().to_string();
+    assert!(!err.to_lowercase().contains("a7a7"), "{err}");
+    assert!(!format!("{:?}", MasterSecret(master)).contains("167"));
+}
