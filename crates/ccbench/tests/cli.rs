@@ -326,39 +326,45 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
-fn gc_garbler_and_evaluator_compute_aes_over_tcp() {
+/// A garbler (`gc garble ARGS --listen ADDR`) in the background and an evaluator
+/// (`gc evaluate ARGS --connect ADDR`) on a fresh port: both outputs, the garbler's second.
+fn two_party(garbler: &[&str], evaluator: &[&str]) -> (Output, Output) {
     let addr = format!("127.0.0.1:{}", free_port());
-    let garbler = ccbench()
-        .args([
-            "gc",
-            "garble",
-            "--circuit",
-            "aes128",
-            "--input",
-            "000102030405060708090a0b0c0d0e0f",
-            "--listen",
-            &addr,
-            "--evaluations",
-            "3",
-        ])
+    let g = ccbench()
+        .args(["gc", "garble"])
+        .args(garbler)
+        .args(["--listen", &addr])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let e = run(&[
-        "gc",
-        "evaluate",
-        "--circuit",
-        "aes128",
-        "--input",
-        "00112233445566778899AABBCCDDEEFF",
-        "--connect",
-        &addr,
-        "--evaluations",
-        "3",
-    ]);
-    let g = garbler.wait_with_output().unwrap();
+    let mut e_args = vec!["gc", "evaluate"];
+    e_args.extend_from_slice(evaluator);
+    e_args.extend(["--connect", addr.as_str()]);
+    let e = run(&e_args);
+    (e, g.wait_with_output().unwrap())
+}
+
+#[test]
+fn gc_garbler_and_evaluator_compute_aes_over_tcp() {
+    let (e, g) = two_party(
+        &[
+            "--circuit",
+            "aes128",
+            "--input",
+            "000102030405060708090a0b0c0d0e0f",
+            "--evaluations",
+            "3",
+        ],
+        &[
+            "--circuit",
+            "aes128",
+            "--input",
+            "00112233445566778899AABBCCDDEEFF",
+            "--evaluations",
+            "3",
+        ],
+    );
     assert!(g.status.success(), "{}", stderr(&g));
     assert!(e.status.success(), "{}", stderr(&e));
     // FIPS-197 appendix C.1, seen by both parties.
@@ -378,36 +384,11 @@ fn gc_bad_input_and_a_mismatched_peer_fail_cleanly() {
     assert_eq!(o.status.code(), Some(2));
 
     // The peers disagree on the circuit: both report it and exit non-zero, promptly.
-    let addr = format!("127.0.0.1:{}", free_port());
     let start = Instant::now();
-    let garbler = ccbench()
-        .args([
-            "gc",
-            "garble",
-            "--circuit",
-            "mul8",
-            "--input",
-            "05",
-            "--listen",
-            &addr,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let e = run(&[
-        "gc",
-        "evaluate",
-        "--circuit",
-        "mul16",
-        "--input",
-        "0700",
-        "--connect",
-        &addr,
-        "--timeout",
-        "20",
-    ]);
-    let g = garbler.wait_with_output().unwrap();
+    let (e, g) = two_party(
+        &["--circuit", "mul8", "--input", "05"],
+        &["--circuit", "mul16", "--input", "0700", "--timeout", "20"],
+    );
     assert_eq!(g.status.code(), Some(1), "{}", stderr(&g));
     assert_eq!(e.status.code(), Some(1), "{}", stderr(&e));
     assert!(stderr(&e).contains("session failed"), "{}", stderr(&e));
@@ -673,35 +654,22 @@ fn gc_ed25519_stats_print_the_and_count() {
 #[test]
 fn gc_ed25519_two_processes_print_the_same_verifying_signature() {
     let (key, mask, gshare, msg) = sign_inputs();
-    let addr = format!("127.0.0.1:{}", free_port());
-    let garbler = ccbench()
-        .args([
-            "gc",
-            "garble",
+    let (e, g) = two_party(
+        &[
             "--circuit",
             "ed25519-sign",
             "--input",
             &format!("{}{}", hexs(&gshare), hexs(&msg)),
-            "--listen",
-            &addr,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let e = run(&[
-        "gc",
-        "evaluate",
-        "--circuit",
-        "ed25519-sign",
-        "--input",
-        &hexs(&mask),
-        "--connect",
-        &addr,
-        "--message",
-        &hexs(&msg),
-    ]);
-    let g = garbler.wait_with_output().unwrap();
+        ],
+        &[
+            "--circuit",
+            "ed25519-sign",
+            "--input",
+            &hexs(&mask),
+            "--message",
+            &hexs(&msg),
+        ],
+    );
     assert!(g.status.success(), "{}", stderr(&g));
     assert!(e.status.success(), "{}", stderr(&e));
     let want = hexs(&garble::ed25519::reference_sign(&key, &msg));
@@ -736,38 +704,25 @@ fn gc_ed25519_bad_input_and_bad_peers_fail_cleanly() {
     assert!(stderr(&o).contains("64-byte message"), "{}", stderr(&o));
 
     // A peer with a different circuit (a 3-byte message): both refuse at Init.
-    let addr = format!("127.0.0.1:{}", free_port());
     let start = Instant::now();
-    let garbler = ccbench()
-        .args([
-            "gc",
-            "garble",
+    let (e, g) = two_party(
+        &[
             "--circuit",
             "ed25519-sign",
             "--input",
             &format!("{}{}", hexs(&gshare), hexs(&msg)),
-            "--listen",
-            &addr,
             "--timeout",
             "20",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let e = run(&[
-        "gc",
-        "evaluate",
-        "--circuit",
-        "ed25519-sign:3",
-        "--input",
-        &hexs(&mask),
-        "--connect",
-        &addr,
-        "--timeout",
-        "20",
-    ]);
-    let g = garbler.wait_with_output().unwrap();
+        ],
+        &[
+            "--circuit",
+            "ed25519-sign:3",
+            "--input",
+            &hexs(&mask),
+            "--timeout",
+            "20",
+        ],
+    );
     assert_eq!(g.status.code(), Some(1), "{}", stderr(&g));
     assert_eq!(e.status.code(), Some(1), "{}", stderr(&e));
     assert!(stderr(&g).contains("different circuit"), "{}", stderr(&g));

@@ -35,6 +35,7 @@ use measure::record::{Body, Value};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
+use crate::gc2pc::{spec_fields, spec_text};
 use crate::hex::{hex, unhex};
 use crate::{At, Context, Preset, Scenario, ScenarioError};
 use analysis::{Counts, GateCosts, Ours};
@@ -141,26 +142,16 @@ struct EvaluatorSpec {
 
 impl EvaluatorSpec {
     fn encode(&self) -> String {
-        format!(
-            "v1;{};{};{};{}",
-            self.addr,
-            self.msg_len,
-            hex(&self.share),
-            hex(&self.message)
-        )
+        spec_text(&[
+            &self.addr,
+            &self.msg_len.to_string(),
+            &hex(&self.share),
+            &hex(&self.message),
+        ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let parts: Vec<&str> = s.split(';').collect();
-        let [version, addr, msg_len, share, message] = parts[..] else {
-            return Err(format!(
-                "{EVALUATOR_ENV}: expected 5 fields, got {}",
-                parts.len()
-            ));
-        };
-        if version != "v1" {
-            return Err(format!("{EVALUATOR_ENV}: unknown version {version:?}"));
-        }
+        let [addr, msg_len, share, message] = spec_fields(EVALUATOR_ENV, s)?;
         let msg_len = msg_len
             .parse()
             .map_err(|_| format!("{EVALUATOR_ENV}: bad message length {msg_len:?}"))?;

@@ -33,7 +33,7 @@ pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
 pub use self::peer::two_party;
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
-pub(crate) use self::peer::{run_child_if, with_evaluator};
+pub(crate) use self::peer::{run_child_if, spec_fields, spec_text, with_evaluator};
 use crate::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "gc-2pc";

@@ -24,6 +24,28 @@ pub(super) const PEER_TIMEOUT: Duration = Duration::from_secs(60);
 // ---------------------------------------------------------------------------------------
 // The evaluator process.
 
+/// An evaluator spec as one environment value: a version, then the fields, `;`-separated
+/// (no field may contain `;`: addresses, names, numbers and hex).
+pub(crate) fn spec_text(fields: &[&str]) -> String {
+    format!("v1;{}", fields.join(";"))
+}
+
+/// The `N` fields of a spec made by [`spec_text`]; `env` names the variable in errors.
+pub(crate) fn spec_fields<'a, const N: usize>(
+    env: &str,
+    s: &'a str,
+) -> Result<[&'a str; N], String> {
+    let parts: Vec<&str> = s.split(';').collect();
+    let Some((&version, fields)) = parts.split_first() else {
+        return Err(format!("{env}: empty"));
+    };
+    if version != "v1" {
+        return Err(format!("{env}: unknown version {version:?}"));
+    }
+    <[&str; N]>::try_from(fields)
+        .map_err(|_| format!("{env}: expected {} fields, got {}", N + 1, parts.len()))
+}
+
 /// What the evaluator child is told, through [`EVALUATOR_ENV`].
 pub(super) struct EvaluatorSpec {
     addr: String,
@@ -34,26 +56,16 @@ pub(super) struct EvaluatorSpec {
 
 impl EvaluatorSpec {
     fn encode(&self) -> String {
-        format!(
-            "v1;{};{};{};{}",
-            self.addr,
-            self.circuit,
-            self.evaluations,
-            hex(&self.input)
-        )
+        spec_text(&[
+            &self.addr,
+            &self.circuit,
+            &self.evaluations.to_string(),
+            &hex(&self.input),
+        ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let parts: Vec<&str> = s.split(';').collect();
-        let [version, addr, circuit, evaluations, input] = parts[..] else {
-            return Err(format!(
-                "{EVALUATOR_ENV}: expected 5 fields, got {}",
-                parts.len()
-            ));
-        };
-        if version != "v1" {
-            return Err(format!("{EVALUATOR_ENV}: unknown version {version:?}"));
-        }
+        let [addr, circuit, evaluations, input] = spec_fields(EVALUATOR_ENV, s)?;
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             circuit: circuit.to_owned(),

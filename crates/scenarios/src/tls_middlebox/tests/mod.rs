@@ -257,6 +257,13 @@ fn middlebox(e: &Enclave) -> Middlebox<'_> {
     mb
 }
 
+/// Hands the captured session's key share to the middlebox's enclave, as the client's key
+/// log would.
+fn share_key(mb: &Middlebox<'_>, cap: &Capture) {
+    let share = seal_share(mb.engine(), cap.client_random, &cap.master).unwrap();
+    mb.client().init_out_of_band_key_share(&share).unwrap();
+}
+
 /// The byte offset of the `n`-th application record of a stream, and its length.
 fn app_record(stream: &[u8], n: usize) -> (usize, usize) {
     let mut off = 0;

@@ -8,11 +8,7 @@ fn the_relay_inspects_a_replayed_session() {
     let cap = capture(&messages(), b"fine");
     let e = native();
     let mb = middlebox(&e);
-    mb.client()
-        .init_out_of_band_key_share(
-            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
-        )
-        .unwrap();
+    share_key(&mb, &cap);
     let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), None);
     assert_eq!(r.dirs[0].app_records, 4, "{r:?}");
     assert_eq!(r.dirs[0].matches, 3);
@@ -32,11 +28,7 @@ fn a_tampered_record_is_counted_and_forwarded_and_the_rest_still_open() {
     let cap = capture(&messages(), b"fine");
     let e = native();
     let mb = middlebox(&e);
-    mb.client()
-        .init_out_of_band_key_share(
-            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
-        )
-        .unwrap();
+    share_key(&mb, &cap);
     let mut c2s = cap.c2s.clone();
     let (at, len) = app_record(&c2s, 1);
     c2s[at + len / 2] ^= 0x01;
@@ -81,11 +73,7 @@ fn a_key_share_for_an_unknown_client_random_stays_unclaimed() {
     let mb = middlebox(&e);
     let stray = seal_share(mb.engine(), [0x5a; 32], &[1; 48]).unwrap();
     assert_eq!(mb.client().init_out_of_band_key_share(&stray).unwrap(), 1);
-    mb.client()
-        .init_out_of_band_key_share(
-            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
-        )
-        .unwrap();
+    share_key(&mb, &cap);
     let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), None);
     assert_eq!(r.dirs[0].app_records, 4, "the other flow is served: {r:?}");
     assert_eq!(
@@ -99,11 +87,7 @@ fn malformed_records_close_the_flow() {
     let cap = capture(&messages(), b"fine");
     let e = native();
     let mb = middlebox(&e);
-    mb.client()
-        .init_out_of_band_key_share(
-            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
-        )
-        .unwrap();
+    share_key(&mb, &cap);
     // A length beyond 2^14 + 2048, after the first application record.
     let (at, len) = app_record(&cap.c2s, 0);
     let mut too_long = cap.c2s[..at + len].to_vec();
@@ -121,11 +105,7 @@ fn malformed_records_close_the_flow() {
     );
     // An unknown content type.
     let cap = capture(&messages(), b"fine");
-    mb.client()
-        .init_out_of_band_key_share(
-            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
-        )
-        .unwrap();
+    share_key(&mb, &cap);
     let mut unknown = cap.c2s.clone();
     unknown.extend_from_slice(&[0x42, 3, 3, 0, 2, 0, 0]);
     let r = replay(&mb, unknown, cap.s2c.clone(), None);
@@ -142,11 +122,7 @@ fn a_client_that_disconnects_mid_record_is_truncated() {
     let cap = capture(&messages(), b"fine");
     let e = native();
     let mb = middlebox(&e);
-    mb.client()
-        .init_out_of_band_key_share(
-            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
-        )
-        .unwrap();
+    share_key(&mb, &cap);
     // Cut inside the third application record's body.
     let (at, len) = app_record(&cap.c2s, 2);
     let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), Some(at + len / 2));
@@ -160,11 +136,7 @@ fn a_client_that_disconnects_mid_record_is_truncated() {
     );
     // Cut inside a header.
     let cap = capture(&messages(), b"fine");
-    mb.client()
-        .init_out_of_band_key_share(
-            &seal_share(mb.engine(), cap.client_random, &cap.master).unwrap(),
-        )
-        .unwrap();
+    share_key(&mb, &cap);
     let (at, _) = app_record(&cap.c2s, 1);
     let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), Some(at + 3));
     assert_eq!(
