@@ -179,18 +179,15 @@ fn sign_party(
     let opts = SessionOptions::default();
     let (out, label) = match role {
         Party::Garbler => {
-            eprintln!("garbler: waiting for the evaluator on {addr}");
-            let mut ch = TcpChannel::listen(addr, timeout)
-                .with_context(|| format!("waiting for the evaluator on {addr}"))?;
-            let out = garble::stream::run_garbler(&mut ch, &c, &bits, &opts)
-                .context("the two-party session failed")?;
+            let out =
+                garble::stream::run_garbler(&mut channel(role, addr, timeout)?, &c, &bits, &opts)
+                    .context("the two-party session failed")?;
             (out, "garbler")
         }
         Party::Evaluator => {
-            let mut ch = TcpChannel::connect(addr, timeout)
-                .with_context(|| format!("connecting to the garbler at {addr}"))?;
-            let out = garble::stream::run_evaluator(&mut ch, &c, &bits, &opts)
-                .context("the two-party session failed")?;
+            let out =
+                garble::stream::run_evaluator(&mut channel(role, addr, timeout)?, &c, &bits, &opts)
+                    .context("the two-party session failed")?;
             (out, "evaluator")
         }
     };
@@ -299,18 +296,14 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
     let opts = SessionOptions::default();
     let (out, label) = match role {
         Party::Garbler => {
-            eprintln!("garbler: waiting for the evaluator on {addr}");
-            let mut ch = TcpChannel::listen(addr, timeout)
-                .with_context(|| format!("waiting for the evaluator on {addr}"))?;
-            let out = session::run_garbler(&mut ch, &c, &inputs, &opts)
+            let out = session::run_garbler(&mut channel(role, addr, timeout)?, &c, &inputs, &opts)
                 .context("the two-party session failed")?;
             (out, "garbler")
         }
         Party::Evaluator => {
-            let mut ch = TcpChannel::connect(addr, timeout)
-                .with_context(|| format!("connecting to the garbler at {addr}"))?;
-            let out = session::run_evaluator(&mut ch, &c, &inputs, &opts)
-                .context("the two-party session failed")?;
+            let out =
+                session::run_evaluator(&mut channel(role, addr, timeout)?, &c, &inputs, &opts)
+                    .context("the two-party session failed")?;
             (out, "evaluator")
         }
     };
@@ -326,4 +319,18 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
         println!("{}", hex(o));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The connection to the other party: the garbler listens on `addr`, the evaluator connects
+/// to it.
+fn channel(role: Party, addr: &str, timeout: Duration) -> Result<TcpChannel> {
+    match role {
+        Party::Garbler => {
+            eprintln!("garbler: waiting for the evaluator on {addr}");
+            TcpChannel::listen(addr, timeout)
+                .with_context(|| format!("waiting for the evaluator on {addr}"))
+        }
+        Party::Evaluator => TcpChannel::connect(addr, timeout)
+            .with_context(|| format!("connecting to the garbler at {addr}")),
+    }
 }
