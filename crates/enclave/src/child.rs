@@ -333,10 +333,11 @@ fn tworker_loop(rt: &Runtime) {
     });
 }
 
-fn waiter(rt: &Runtime) -> Waiter<'static> {
+fn waiter(rt: &Runtime) -> Waiter<'_> {
     Waiter {
         spin: rt.spin,
         lost: None,
+        gate: Some(rt.shm.u32(shm::H_SPIN_GATE)),
     }
 }
 

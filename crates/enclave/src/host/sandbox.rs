@@ -31,6 +31,8 @@ pub(super) struct SandboxImp {
     free_tcs: Arc<AtomicU32>,
     tcs_waiters: AtomicU32,
     spin: Duration,
+    /// Cores this process may run on: the spin gate's measure.
+    cores: u32,
     pub(super) pid: u32,
     pidfd: Option<OwnedFd>,
     monitor: Option<JoinHandle<()>>,
@@ -46,6 +48,14 @@ const TCS_WAIT_TIMEOUT: rustix::time::Timespec = rustix::time::Timespec {
 
 fn all_bits(n: usize) -> u32 {
     if n >= 32 { u32::MAX } else { (1u32 << n) - 1 }
+}
+
+/// Whether waiters may spin with `free` the free-TCS mask of `n_tcs` channels on `cores`
+/// cores: each conversation in flight has a host and an enclave thread, and a spinner only
+/// helps while its peer has a core of its own.
+fn spin_gate_open(n_tcs: usize, free: u32, cores: u32) -> bool {
+    let busy = n_tcs as u32 - (free & all_bits(n_tcs)).count_ones();
+    2 * busy <= cores
 }
 
 /// Checks what the shared mapping's fixed-size fields can hold; returns the key directory
@@ -109,6 +119,7 @@ fn write_header(
     h(shm::H_AREA, layout.area as u32);
     h(shm::H_POOL_AREA, layout.pool_area as u32);
     h(shm::H_SPIN_NS, spin_ns);
+    h(shm::H_SPIN_GATE, 1);
     shm.u64(shm::H_MAX_PAYLOAD)
         .store(layout.max_payload, Ordering::Relaxed);
     if let Some((c, (e, o))) = sw {
@@ -264,6 +275,7 @@ impl SandboxImp {
             free_tcs,
             tcs_waiters: AtomicU32::new(0),
             spin: b.spin,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             pid,
             pidfd,
             monitor: Some(monitor),
@@ -365,6 +377,18 @@ impl SandboxImp {
         Waiter {
             spin: self.spin,
             lost: Some(&self.lost),
+            gate: Some(self.shm.u32(shm::H_SPIN_GATE)),
+        }
+    }
+
+    /// Opens the spin gate while the regular conversations in flight (`free` is the free-TCS
+    /// mask after a change), a host and an enclave thread each, fit the cores; closes it
+    /// otherwise.
+    fn set_spin_gate(&self, free: u32) {
+        let open = u32::from(spin_gate_open(self.layout.n_tcs, free, self.cores));
+        let gate = self.shm.u32(shm::H_SPIN_GATE);
+        if gate.load(Ordering::Relaxed) != open {
+            gate.store(open, Ordering::Relaxed);
         }
     }
 
@@ -383,6 +407,7 @@ impl SandboxImp {
                     )
                     .is_ok()
                 {
+                    self.set_spin_gate(free & !(1 << bit));
                     return Ok(bit as usize);
                 }
                 continue;
@@ -404,7 +429,8 @@ impl SandboxImp {
     }
 
     fn release_tcs(&self, slot: usize) {
-        self.free_tcs.fetch_or(1 << slot, Ordering::SeqCst);
+        let free = self.free_tcs.fetch_or(1 << slot, Ordering::SeqCst) | (1 << slot);
+        self.set_spin_gate(free);
         if self.tcs_waiters.load(Ordering::SeqCst) > 0 {
             let _ = futex::wake(&self.free_tcs, futex::Flags::PRIVATE, 1);
         }
@@ -642,6 +668,7 @@ impl UworkerCtx {
         let w = Waiter {
             spin: self.spin,
             lost: Some(&self.lost),
+            gate: None,
         };
         let stop = || self.stop.load(Ordering::Relaxed) || self.lost.load(Ordering::Relaxed);
         pool.work(
@@ -670,5 +697,28 @@ impl UworkerCtx {
                 })();
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{all_bits, spin_gate_open};
+
+    #[test]
+    fn the_spin_gate_closes_when_conversations_outnumber_the_cores() {
+        // 2 cores: one conversation (two threads) may spin, two may not.
+        assert!(spin_gate_open(32, all_bits(32), 2), "idle");
+        assert!(spin_gate_open(32, all_bits(32) & !1, 2), "one in flight");
+        assert!(
+            !spin_gate_open(32, all_bits(32) & !0b11, 2),
+            "two in flight"
+        );
+        // 8 cores: four conversations fit.
+        assert!(spin_gate_open(4, 0, 8), "all four TCS busy on 8 cores");
+        assert!(!spin_gate_open(5, 0, 8), "five busy on 8 cores");
+        // One core: a spinner would only delay the thread it waits for.
+        assert!(!spin_gate_open(4, 0b1110, 1));
+        // Bits beyond n_tcs are ignored.
+        assert!(!spin_gate_open(2, !0b11, 2));
     }
 }
