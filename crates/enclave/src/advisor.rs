@@ -11,6 +11,9 @@
 //!    efficiency metric, inverted) and the call is short (`switchless_max_total_ns`):
 //!    **switchless** (a worker on another core removes the transition; a long call would
 //!    occupy a worker for little gain).
+//!    If the caller says how many cores are spare while the calls run (`spare_cores`) and
+//!    that is less than one, **as is** instead: a switchless worker polls on a core of its
+//!    own, and without a spare one it takes the core a caller needs (SGXBox's own caveat).
 //! 4. Otherwise **as is**.
 //!
 //! Each [`Advice`] carries the numbers behind it and an estimate of the time saved.
@@ -52,6 +55,9 @@ pub struct AdvisorConfig {
     pub batch_min_calls_per_op: f64,
     /// Longest mean time inside (ns) of a "tiny" call.
     pub batch_max_inside_ns: f64,
+    /// Cores idle while the calls run, if known (cores minus the CPU time of the callers'
+    /// processes over wall time). Below one, no call is made switchless.
+    pub spare_cores: Option<f64>,
 }
 
 impl Default for AdvisorConfig {
@@ -62,6 +68,7 @@ impl Default for AdvisorConfig {
             switchless_max_total_ns: 100_000.0,
             batch_min_calls_per_op: 4.0,
             batch_max_inside_ns: 2_000.0,
+            spare_cores: None,
         }
     }
 }
@@ -133,6 +140,15 @@ pub fn advise(trace: &TraceSnapshot, operations: Option<u64>, cfg: &AdvisorConfi
                 );
             } else if a.transition_share >= cfg.switchless_min_share
                 && a.mean_total_ns <= cfg.switchless_max_total_ns
+                && let Some(spare) = cfg.spare_cores.filter(|&s| s < 1.0)
+            {
+                a.reason = format!(
+                    "{:.0}% of its {:.0} ns is transition, but {spare:.2} cores are spare: a switchless worker would take a core the callers need; leave it",
+                    a.transition_share * 100.0,
+                    a.mean_total_ns
+                );
+            } else if a.transition_share >= cfg.switchless_min_share
+                && a.mean_total_ns <= cfg.switchless_max_total_ns
             {
                 a.recommendation = Recommendation::Switchless;
                 a.estimated_saving_ns = a.mean_transition_ns * c.count as f64;
@@ -151,4 +167,83 @@ pub fn advise(trace: &TraceSnapshot, operations: Option<u64>, cfg: &AdvisorConfi
             a
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{CallTrace, TraceSnapshot};
+
+    fn call(id: u32, count: u64, total_ns: u64, inside_ns: u64) -> CallTrace {
+        CallTrace {
+            direction: Direction::Ecall,
+            call_id: id,
+            count,
+            timed: count,
+            total_ns,
+            inside_ns,
+            transition_ns: total_ns - inside_ns,
+            switchless_hits: 0,
+            switchless_misses: 0,
+            latency: hdrhistogram::Histogram::new(2).unwrap(),
+        }
+    }
+
+    fn trace() -> TraceSnapshot {
+        TraceSnapshot {
+            backend: "sandbox",
+            model: None,
+            elapsed_ns: 1,
+            calls: vec![
+                // Rare.
+                call(0, 3, 3_000_000, 10_000),
+                // Frequent, short, 90% transition.
+                call(1, 1_000, 10_000_000, 1_000_000),
+                // Frequent, mostly inside.
+                call(2, 1_000, 10_000_000, 9_000_000),
+                // Frequent, mostly transition, but 1 ms a call: too long for a worker.
+                call(3, 1_000, 1_000_000_000, 1_000_000),
+            ],
+        }
+    }
+
+    fn verdicts(cfg: &AdvisorConfig, ops: Option<u64>) -> Vec<Recommendation> {
+        advise(&trace(), ops, cfg)
+            .iter()
+            .map(|a| a.recommendation)
+            .collect()
+    }
+
+    #[test]
+    fn each_rule_decides_its_case() {
+        use Recommendation::*;
+        let cfg = AdvisorConfig::default();
+        assert_eq!(verdicts(&cfg, None), [AsIs, Switchless, AsIs, AsIs]);
+        let a = advise(&trace(), None, &cfg);
+        assert!((a[1].transition_share - 0.9).abs() < 1e-9);
+        assert!((a[1].estimated_saving_ns - 9_000_000.0).abs() < 1e-3);
+        // 10 calls of id 1 per operation, 1 µs inside each: batch.
+        assert_eq!(verdicts(&cfg, Some(100))[1], Batch);
+    }
+
+    #[test]
+    fn no_spare_core_means_no_switchless_worker() {
+        use Recommendation::*;
+        let busy = AdvisorConfig {
+            spare_cores: Some(0.3),
+            ..AdvisorConfig::default()
+        };
+        assert_eq!(verdicts(&busy, None), [AsIs, AsIs, AsIs, AsIs]);
+        let a = advise(&trace(), None, &busy);
+        assert!(
+            a[1].reason.contains("0.30 cores are spare"),
+            "{}",
+            a[1].reason
+        );
+        let idle = AdvisorConfig {
+            spare_cores: Some(1.5),
+            ..AdvisorConfig::default()
+        };
+        assert_eq!(verdicts(&idle, None)[1], Switchless);
+    }
 }

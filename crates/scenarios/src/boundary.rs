@@ -204,9 +204,10 @@ pub fn emit_advice(
     config: &Config,
     trace: &TraceSnapshot,
     operations: Option<u64>,
+    advisor: &AdvisorConfig,
     name: &dyn Fn(Direction, u32) -> String,
 ) -> Result<Vec<Advice>, ScenarioError> {
-    let advice = enclave::advise(trace, operations, &AdvisorConfig::default());
+    let advice = enclave::advise(trace, operations, advisor);
     let rows = advice
         .iter()
         .map(|a| {

@@ -271,6 +271,13 @@ fn tls_middlebox_on_every_backend() {
     }
     assert!(records.iter().any(|r| r.kind() == "cost"));
     assert!(records.iter().any(|r| r.kind() == "stages"));
+    // The advisor weighs a one-flow profile, and the cores the full run left spare.
+    let profile = records
+        .iter()
+        .find(|r| matches!(&r.body, Body::Table(t) if t.name == "ecall-profile"))
+        .unwrap();
+    assert_eq!(profile.params["flows"], measure::record::Value::from(1));
+    assert!(profile.params.contains_key("spare_cores"), "{:?}", profile.params);
 }
 
 fn aes_two_party_between_processes() {

@@ -15,10 +15,11 @@
 //!
 //! # What is measured, and why
 //!
-//! 1. **Per-ecall profile and the advisor**: the sandbox with regular ecalls at 1 KiB
-//!    records, every ecall traced (count, time inside, in transition), SGXBox's efficiency
-//!    (inside over total) per ecall, and `enclave`'s advisor's verdict. Its choice of
-//!    switchless ecalls is the configuration "advisor's selection".
+//! 1. **Per-ecall profile and the advisor**: one flow through the sandbox with regular
+//!    ecalls at 1 KiB records (one, so that the trace times the crossing and not the wait
+//!    for a core), every ecall traced (count, time inside, in transition), SGXBox's
+//!    efficiency (inside over total) per ecall, and `enclave`'s advisor's verdict. Its
+//!    choice of switchless ecalls is the configuration "advisor's selection".
 //! 2. **Throughput by configuration and record size**: `flows` long flows of 256 B .. 16 KiB
 //!    records, for direct (no middlebox), the middlebox on `native`, `sandbox` with regular
 //!    ecalls, all seven switchless, and the advisor's selection; decrypted bytes/s and
@@ -43,7 +44,9 @@ pub mod workload;
 
 use std::time::Duration;
 
-use enclave::{Advice, Backend, Direction, MAX_TCS, Recommendation, Registry, TraceSnapshot};
+use enclave::{
+    Advice, AdvisorConfig, Backend, Direction, MAX_TCS, Recommendation, Registry, TraceSnapshot,
+};
 use measure::record::{Body, Cost, CostFigure, Params, Value};
 use measure::sampler::Samples;
 
@@ -176,7 +179,7 @@ fn call_name(d: Direction, id: u32) -> String {
     }
 }
 
-/// The enclave process's CPU time (user + system), from `/proc`; 0 when unknown.
+/// A process's CPU time (user + system, all its threads), from `/proc`; 0 when unknown.
 fn process_cpu_ns(pid: Option<u32>) -> u64 {
     let Some(pid) = pid else { return 0 };
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -192,6 +195,11 @@ fn process_cpu_ns(pid: Option<u32>) -> u64 {
     (ticks(11) + ticks(12)) * 1_000_000_000 / hz
 }
 
+/// The cores this process may run on.
+fn available_cores() -> f64 {
+    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
+}
+
 /// One configuration at one record size.
 struct Outcome {
     setup: Setup,
@@ -202,6 +210,9 @@ struct Outcome {
     size: usize,
     row: Row,
     trace: Option<TraceSnapshot>,
+    /// Cores kept busy during the pass: the CPU time of this process (clients, servers,
+    /// relay) and of the enclave process over the wall time.
+    busy_cores: Option<f64>,
     breakdown: Option<Breakdown>,
     problems: Vec<String>,
 }
@@ -285,6 +296,7 @@ impl TlsMiddlebox {
                 size,
                 row,
                 trace: None,
+                busy_cores: None,
                 breakdown: None,
                 problems: analysis::problems(&r, plan.flows, false),
             });
@@ -306,8 +318,13 @@ impl TlsMiddlebox {
         };
         let mb = Middlebox::start(client, &limits, &PATTERNS).at("starting the middlebox")?;
         let cpu0 = process_cpu_ns(enclave.pid());
+        let own0 = process_cpu_ns(Some(std::process::id()));
+        let wall0 = std::time::Instant::now();
         let r = workload::run_pass(&pass, pki, Some(&mb), None)?;
+        let wall = wall0.elapsed().as_nanos() as f64;
+        let own = process_cpu_ns(Some(std::process::id())).saturating_sub(own0);
         let enclave_cpu = process_cpu_ns(enclave.pid()).saturating_sub(cpu0);
+        let busy_cores = (wall > 0.0).then(|| (own + enclave_cpu) as f64 / wall);
         let problems = analysis::problems(&r, plan.flows, true);
         row.ns_per_record = per_record(&r);
         // CPU over the whole pass (handshakes and the warm-up round included), per record.
@@ -342,9 +359,83 @@ impl TlsMiddlebox {
             size,
             row,
             trace: Some(trace),
+            busy_cores,
             breakdown: Some(Breakdown::new(inspected, busy, ecall, inside)),
             problems,
         })
+    }
+
+    /// The per-ecall profile: one flow of 1 KiB records through the sandbox with regular
+    /// ecalls. One flow, so that the trace measures the crossing: with every flow running, a
+    /// call's time is mostly its wait for a core (two orders of magnitude more on a 2-core
+    /// machine), which no choice of ecall mode removes and which would hide the transition
+    /// the advisor weighs.
+    fn profile(
+        &self,
+        ctx: &Context<'_>,
+        plan: &Plan,
+        pki: &Pki,
+    ) -> Result<(Outcome, Plan), ScenarioError> {
+        let one = Plan {
+            flows: 1,
+            ..plan.clone()
+        };
+        let o = self.measure(ctx, &one, pki, Setup::Sandbox, PROFILE_SIZE, &[])?;
+        if !o.problems.is_empty() {
+            return Err(ScenarioError::step(
+                "the per-ecall profile",
+                o.problems.join("; "),
+            ));
+        }
+        Ok((o, one))
+    }
+
+    /// The advisor's verdicts on the one-flow profile, given the cores left spare while all
+    /// flows run with regular ecalls: emitted as the advice and profile tables. Returns the
+    /// ecalls to make switchless.
+    fn advise(
+        &self,
+        ctx: &Context<'_>,
+        (profile, one): &(Outcome, Plan),
+        spare_cores: Option<f64>,
+    ) -> Result<Vec<u32>, ScenarioError> {
+        let Some(t) = &profile.trace else {
+            return Ok(Vec::new());
+        };
+        let config = Config::regular(Backend::Sandbox);
+        let advisor = AdvisorConfig {
+            spare_cores,
+            ..AdvisorConfig::default()
+        };
+        let advice = boundary::emit_advice(ctx, NAME, &config, t, None, &advisor, &call_name)?;
+        let chosen = advised(&advice);
+        let mut params = Self::params(profile, one);
+        let names: Vec<String> = chosen
+            .iter()
+            .map(|&id| call_name(Direction::Ecall, id))
+            .collect();
+        params.insert(
+            "advised_switchless".into(),
+            Value::from(if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(",")
+            }),
+        );
+        if let Some(s) = spare_cores {
+            params.insert("spare_cores".into(), Value::from(s));
+        }
+        ctx.emit(
+            NAME,
+            config.label(),
+            params,
+            Body::Table(analysis::profile_table(
+                t,
+                &advice,
+                "sandbox, regular ecalls, 1 KiB records, one flow",
+            )),
+        )?;
+        Ok(chosen)
     }
 
     fn emit_outcome(
@@ -485,16 +576,14 @@ impl TlsMiddlebox {
         let plan = plan.clone();
         let load = rustix::system::sysinfo().loads[0] as f64 / 65536.0;
         ctx.progress()
-            .begin(NAME, (Setup::ALL.len() * plan.sizes.len()) as u64);
+            .begin(NAME, (1 + Setup::ALL.len() * plan.sizes.len()) as u64);
         let pki = Pki::generate()?;
+        let profile = self.profile(ctx, &plan, &pki)?;
+        let mut switchless_advised = Vec::new();
         let mut outcomes: Vec<Outcome> = Vec::new();
-        let mut switchless_advised: Vec<u32> = Vec::new();
         let all: Vec<u32> = Call::ALL.iter().map(|&c| c.into()).collect();
-        // The profile size first, so that the advisor's choice is known before it runs.
-        let mut sizes = plan.sizes.clone();
-        sizes.sort_by_key(|&s| (s != PROFILE_SIZE, s));
         for setup in Setup::ALL {
-            for &size in &sizes {
+            for &size in &plan.sizes {
                 let ids: &[u32] = match setup {
                     Setup::AllSwitchless => &all,
                     Setup::Advisor => &switchless_advised,
@@ -502,36 +591,10 @@ impl TlsMiddlebox {
                 };
                 let o = self.measure(ctx, &plan, &pki, setup, size, ids)?;
                 self.emit_outcome(ctx, &plan, &o)?;
-                if setup == Setup::Sandbox
-                    && size == PROFILE_SIZE
-                    && let Some(t) = &o.trace
-                {
-                    let config = Config::regular(Backend::Sandbox);
-                    let advice = boundary::emit_advice(ctx, NAME, &config, t, None, &call_name)?;
-                    switchless_advised = advised(&advice);
-                    let mut params = Self::params(&o, &plan);
-                    let names: Vec<String> = switchless_advised
-                        .iter()
-                        .map(|&id| call_name(Direction::Ecall, id))
-                        .collect();
-                    params.insert(
-                        "advised_switchless".into(),
-                        Value::from(if names.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            names.join(",")
-                        }),
-                    );
-                    ctx.emit(
-                        NAME,
-                        config.label(),
-                        params,
-                        Body::Table(analysis::profile_table(
-                            t,
-                            &advice,
-                            "sandbox, regular ecalls, 1 KiB records",
-                        )),
-                    )?;
+                if setup == Setup::Sandbox && size == PROFILE_SIZE {
+                    // Before the switchless setups run: the advisor needs the spare cores.
+                    let spare = o.busy_cores.map(|b| available_cores() - b);
+                    switchless_advised = self.advise(ctx, &profile, spare)?;
                 }
                 outcomes.push(o);
             }
