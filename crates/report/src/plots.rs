@@ -62,6 +62,10 @@ pub(crate) enum Fmt {
     Count,
     /// Thread counts: integers only.
     Threads,
+    /// A size on a log2 axis: `v` is log2 of a byte count, shown as bytes at whole powers.
+    Log2Bytes,
+    /// Bytes per second.
+    ByteRate,
 }
 
 impl Fmt {
@@ -97,6 +101,14 @@ impl Fmt {
                     String::new()
                 }
             }
+            Fmt::Log2Bytes => {
+                if v.fract().abs() < 1e-9 {
+                    units::bytes(v.exp2())
+                } else {
+                    String::new()
+                }
+            }
+            Fmt::ByteRate => units::bytes_rate(v),
         }
     }
 }
@@ -130,6 +142,8 @@ pub(crate) enum Reference {
 pub(crate) struct LineChart {
     pub title: String,
     pub x_label: String,
+    /// How x ticks read: [`Fmt::Threads`] or [`Fmt::Log2Bytes`].
+    pub x_fmt: Fmt,
     pub y_label: String,
     pub y_fmt: Fmt,
     pub log_y: bool,
@@ -301,7 +315,7 @@ where
         .y_label_area_size(90)
         .build_cartesian_2d(x.clone(), y)
         .map_err(err)?;
-    let xf = |v: &f64| Fmt::Threads.apply(*v);
+    let xf = |v: &f64| c.x_fmt.apply(*v);
     let yf = |v: &f64| c.y_fmt.tick(*v);
     let x_ticks = ((x.end - x.start).round() as usize + 1).clamp(2, 17);
     chart

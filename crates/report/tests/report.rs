@@ -479,3 +479,69 @@ fn failures_come_before_warnings_whatever_the_record_order() {
     );
     assert!(e < w, "{md}");
 }
+
+/// Measurements swept over a `_bytes` parameter get a throughput-by-size plot: one line per
+/// configuration, bytes/s on a log2 size axis; two sizes are not a sweep.
+#[test]
+fn a_size_sweep_gets_a_throughput_by_size_plot() {
+    let rec = |backend: &str, config: &str, size: u64, ns: f64| {
+        let mut r = known_measurement();
+        r.scenario = "tls-middlebox".into();
+        r.backend = backend.into();
+        r.params = params! { "config" => config, "record_size_bytes" => size };
+        if let Body::Measurement(m) = &mut r.body {
+            m.name = "record".into();
+            m.summary.median_ns = ns;
+            m.bytes_per_op = Some(size);
+            m.bytes_per_s = Some(size as f64 * 1e9 / ns);
+        }
+        r
+    };
+    let mut recs = Vec::new();
+    for (i, size) in [256u64, 1024, 4096, 16384].into_iter().enumerate() {
+        recs.push(rec("native", "native", size, 1000.0 * (i + 1) as f64));
+        recs.push(rec("sandbox", "regular", size, 5000.0 * (i + 1) as f64));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let written = report::write_report(&recs, dir.path(), &no_sample_plots()).unwrap();
+    let plot = written
+        .plots
+        .iter()
+        .find(|p| {
+            p.to_string_lossy()
+                .ends_with("tls-middlebox-record-by-record-size.svg")
+        })
+        .unwrap_or_else(|| panic!("no size plot in {:?}", written.plots));
+    let svg = std::fs::read_to_string(plot).unwrap();
+    assert!(svg.contains("record throughput by record size"), "title");
+    assert!(svg.contains("native (config=native)") && svg.contains("sandbox (config=regular)"));
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            t.split_once('>')
+                .and_then(|(_, r)| r.split_once('<'))
+                .map(|(x, _)| x.trim())
+        })
+        .collect();
+    assert!(
+        texts.contains(&"256 B") && texts.contains(&"16.0 KiB"),
+        "size ticks: {texts:?}"
+    );
+
+    // Two sizes: no plot.
+    let two: Vec<Record> = recs
+        .into_iter()
+        .filter(|r| r.params["record_size_bytes"].as_f64().unwrap() <= 1024.0)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let written = report::write_report(&two, dir.path(), &no_sample_plots()).unwrap();
+    assert!(
+        !written
+            .plots
+            .iter()
+            .any(|p| p.to_string_lossy().contains("by-record-size")),
+        "{:?}",
+        written.plots
+    );
+}

@@ -277,7 +277,11 @@ fn tls_middlebox_on_every_backend() {
         .find(|r| matches!(&r.body, Body::Table(t) if t.name == "ecall-profile"))
         .unwrap();
     assert_eq!(profile.params["flows"], measure::record::Value::from(1));
-    assert!(profile.params.contains_key("spare_cores"), "{:?}", profile.params);
+    assert!(
+        profile.params.contains_key("spare_cores"),
+        "{:?}",
+        profile.params
+    );
 }
 
 fn aes_two_party_between_processes() {

@@ -285,6 +285,7 @@ pub(crate) fn build(records: &[Record], opts: &Options, layout: Layout) -> Doc {
         }
         if b.plots_wanted {
             sections::scaling_plots(&mut b, scenario, &in_scenario);
+            sections::size_plots(&mut b, scenario, &in_scenario);
         }
     }
 

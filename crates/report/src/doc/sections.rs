@@ -3,8 +3,8 @@
 
 use measure::Record;
 use measure::record::{
-    Body, CheckSubject, Histogram, ScalingMode, ScalingPoint, StageBreakdown, Table as TableRecord,
-    Value,
+    Body, CheckSubject, Histogram, Measurement, ScalingMode, ScalingPoint, StageBreakdown,
+    Table as TableRecord, Value,
 };
 
 use super::tables::{
@@ -409,6 +409,7 @@ pub(super) fn scaling_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record
                 Chart::Lines(LineChart {
                     title: format!("{scenario}: throughput, {mode} scaling"),
                     x_label: "threads".to_owned(),
+                    x_fmt: Fmt::Threads,
                     y_label: "operations per second".to_owned(),
                     y_fmt: Fmt::Rate,
                     log_y: spread > 20.0,
@@ -422,6 +423,7 @@ pub(super) fn scaling_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record
                 Chart::Lines(LineChart {
                     title: format!("{scenario}: speed-up, {mode} scaling"),
                     x_label: "threads".to_owned(),
+                    x_fmt: Fmt::Threads,
                     y_label: "speed-up".to_owned(),
                     y_fmt: Fmt::Ratio,
                     log_y: false,
@@ -435,6 +437,7 @@ pub(super) fn scaling_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record
                 Chart::Lines(LineChart {
                     title: format!("{scenario}: efficiency, {mode} scaling"),
                     x_label: "threads".to_owned(),
+                    x_fmt: Fmt::Threads,
                     y_label: "efficiency".to_owned(),
                     y_fmt: Fmt::Fraction,
                     log_y: false,
@@ -448,5 +451,102 @@ pub(super) fn scaling_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record
             let block = b.plot(&format!("{scenario}-{mode}-{what}"), chart);
             b.blocks.push(block);
         }
+    }
+}
+
+/// Throughput against size, for measurements swept over a size parameter (a params key
+/// ending in `_bytes` with at least three values under one name, as `tls-middlebox`'s
+/// `record_size_bytes`): payload bytes per second on a log2 size axis, one line per
+/// (backend, name, the other params).
+pub(super) fn size_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record]) {
+    let ms: Vec<(&Record, &Measurement)> = recs
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::Measurement(m) if m.bytes_per_s.is_some() => Some((*r, m)),
+            _ => None,
+        })
+        .collect();
+    let size = |r: &Record, key: &str| r.params.get(key).and_then(|v| v.as_f64());
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for (r, m) in &ms {
+        for k in r.params.keys().filter(|k| k.ends_with("_bytes")) {
+            let key = (m.name.clone(), k.clone());
+            if keys.contains(&key) {
+                continue;
+            }
+            let mut values: Vec<f64> = ms
+                .iter()
+                .filter(|(_, o)| o.name == m.name)
+                .filter_map(|(o, _)| size(o, k))
+                .filter(|v| *v > 0.0)
+                .collect();
+            values.sort_by(f64::total_cmp);
+            values.dedup();
+            if values.len() >= 3 {
+                keys.push(key);
+            }
+        }
+    }
+    for (name, key) in keys {
+        let mut groups: Vec<(String, Vec<Point>)> = Vec::new();
+        for (r, m) in ms.iter().filter(|(_, m)| m.name == name) {
+            let (Some(x), Some(y)) = (size(r, &key).filter(|v| *v > 0.0), m.bytes_per_s) else {
+                continue;
+            };
+            let mut params = r.params.clone();
+            params.remove(&key);
+            let ps = params_text(&params);
+            let label = if ps.is_empty() {
+                r.backend.clone()
+            } else {
+                format!("{} ({ps})", r.backend)
+            };
+            let point = Point {
+                x: x.log2(),
+                y,
+                hollow: false,
+            };
+            match groups.iter_mut().find(|g| g.0 == label) {
+                Some(g) => g.1.push(point),
+                None => groups.push((label, vec![point])),
+            }
+        }
+        let series: Vec<Series> = groups
+            .into_iter()
+            .map(|(label, mut points)| {
+                points.sort_by(|a, b| a.x.total_cmp(&b.x));
+                Series { label, points }
+            })
+            .collect();
+        let ys: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.y))
+            .filter(|y| *y > 0.0)
+            .collect();
+        let spread = match (
+            ys.iter().copied().reduce(f64::min),
+            ys.iter().copied().reduce(f64::max),
+        ) {
+            (Some(lo), Some(hi)) => hi / lo,
+            _ => 1.0,
+        };
+        let what = key.trim_end_matches("_bytes").replace('_', " ");
+        b.blocks.push(Block::Heading(
+            3,
+            format!("{scenario} · {name}: throughput by {what}"),
+        ));
+        let chart = Chart::Lines(LineChart {
+            title: format!("{scenario}: {name} throughput by {what}"),
+            x_label: format!("{what} (log scale)"),
+            x_fmt: Fmt::Log2Bytes,
+            y_label: "payload bytes per second (median)".to_owned(),
+            y_fmt: Fmt::ByteRate,
+            log_y: spread > 20.0,
+            legend_low: false,
+            series,
+            reference: None,
+        });
+        let block = b.plot(&format!("{scenario}-{name}-by-{what}"), chart);
+        b.blocks.push(block);
     }
 }
