@@ -196,18 +196,17 @@ fn histogram(name: &str, c: &CallTrace) -> Histogram {
     }
 }
 
-/// Runs the advisor over a trace and emits its recommendations as a table, one row per
-/// call, with the numbers behind each. `operations`: logical operations the trace covers.
+/// Runs the advisor (with `advisor`'s thresholds) over a trace and emits its
+/// recommendations as a table, one row per call, with the numbers behind each.
 pub fn emit_advice(
     ctx: &Context<'_>,
     scenario: &str,
     config: &Config,
     trace: &TraceSnapshot,
-    operations: Option<u64>,
     advisor: &AdvisorConfig,
     name: &dyn Fn(Direction, u32) -> String,
 ) -> Result<Vec<Advice>, ScenarioError> {
-    let advice = enclave::advise(trace, operations, advisor);
+    let advice = enclave::advise(trace, None, advisor);
     let rows = advice
         .iter()
         .map(|a| {

@@ -260,15 +260,7 @@ impl TransitionsScenario {
         let trace = e.trace();
         boundary::emit_trace(ctx, NAME, config, &trace, &call_name)?;
         if config.backend == Backend::Sandbox && config.workers == 0 {
-            boundary::emit_advice(
-                ctx,
-                NAME,
-                config,
-                &trace,
-                None,
-                &enclave::AdvisorConfig::default(),
-                &call_name,
-            )?;
+            boundary::emit_advice(ctx, NAME, config, &trace, &Default::default(), &call_name)?;
         }
         if config.workers > 0 {
             self.check_hits(ctx, config, &trace)?;

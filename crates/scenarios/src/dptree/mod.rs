@@ -342,8 +342,7 @@ impl Scenario for DpTree {
                         NAME,
                         config,
                         &trace,
-                        None,
-                        &enclave::AdvisorConfig::default(),
+                        &Default::default(),
                         &call_name,
                     )?;
                 }

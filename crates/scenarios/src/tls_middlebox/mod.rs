@@ -407,7 +407,7 @@ impl TlsMiddlebox {
             spare_cores,
             ..AdvisorConfig::default()
         };
-        let advice = boundary::emit_advice(ctx, NAME, &config, t, None, &advisor, &call_name)?;
+        let advice = boundary::emit_advice(ctx, NAME, &config, t, &advisor, &call_name)?;
         let chosen = advised(&advice);
         let mut params = Self::params(profile, one);
         let names: Vec<String> = chosen
