@@ -1,6 +1,6 @@
 //! The `ccbench` binary end to end: what a user types, what they get, and how it fails.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,25 @@ fn run(args: &[&str]) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `ccbench run SCENARIO --quick --quiet --out DIR/run` plus `extra`, which must succeed;
+/// the temporary directory (kept alive by the caller), the output folder and the output.
+fn run_quick(scenario: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = vec![
+        "run",
+        scenario,
+        "--quick",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (dir, out, o)
 }
 
 fn validator() -> jsonschema::Validator {
@@ -129,17 +148,7 @@ fn sealing_runs_behind_the_sandbox_under_a_transition_model() {
 
 #[test]
 fn run_crypto_quick_writes_results_report_and_plots() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let o = run(&[
-        "run",
-        "crypto",
-        "--quick",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (dir, out, o) = run_quick("crypto", &[]);
     let kinds = validate_file(&out.join("results.jsonl"));
     assert_eq!(kinds[0], "env");
     assert_eq!(kinds.iter().filter(|k| *k == "measurement").count(), 24);
@@ -177,23 +186,9 @@ fn run_crypto_quick_writes_results_report_and_plots() {
 #[test]
 fn run_dp_tree_quick_writes_scaling_plots_and_the_original_beside_ours() {
     // Two thread counts and a 2 ms calibration target keep it short; every backend runs.
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let o = run(&[
-        "run",
-        "dp-tree",
-        "--quick",
-        "--quiet",
-        "--threads",
-        "1,2",
-        "--duration",
-        "0.002",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
     // Sweeps this short on a loaded machine can look super-linear (a 1-thread point slowed by
     // another process): a warning, not a failure, so the run still exits 0.
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (_dir, out, _) = run_quick("dp-tree", &["--threads", "1,2", "--duration", "0.002"]);
     let kinds = validate_file(&out.join("results.jsonl"));
     // 3 backends x 2 batch sizes x (weak + strong) x 2 thread counts.
     assert_eq!(kinds.iter().filter(|k| *k == "scaling").count(), 24);
@@ -800,17 +795,7 @@ fn gc_ed25519_bad_input_and_bad_peers_fail_cleanly() {
 
 #[test]
 fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let o = run(&[
-        "run",
-        "ed25519-2pc",
-        "--quick",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (_dir, out, _) = run_quick("ed25519-2pc", &[]);
     let kinds = validate_file(&out.join("results.jsonl"));
     assert!(kinds.iter().any(|k| k == "stages"), "{kinds:?}");
     let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
