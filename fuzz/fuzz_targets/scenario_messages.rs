@@ -7,6 +7,10 @@ use libfuzzer_sys::fuzz_target;
 use scenarios::codec::{Decode, Encode, decode};
 use scenarios::dptree::service::InitRequest;
 use scenarios::dptree::tree::TreeError;
+use scenarios::tls_middlebox::service::{
+    EngineKey, EngineLimits, FlowInfo, FlowReply, KeyShare, MiddleboxError, RecordIn, Ruleset,
+    StartTls, TlsRandoms, Verdict,
+};
 use scenarios::txpipeline::proto::{SetupRequest, StepRequest, TxFault, TxOk, TxRequest};
 use scenarios::x509::{LoadRequest, LoopRequest};
 
@@ -20,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    match which % 9 {
+    match which % 19 {
         0 => round_trip::<InitRequest>("init", rest),
         1 => round_trip::<Result<Vec<f64>, TreeError>>("add_batch reply", rest),
         2 => round_trip::<LoadRequest>("load", rest),
@@ -29,6 +33,16 @@ fuzz_target!(|data: &[u8]| {
         5 => round_trip::<TxRequest>("tx", rest),
         6 => round_trip::<StepRequest>("step", rest),
         7 => round_trip::<Result<TxOk, TxFault>>("tx reply", rest),
+        9 => round_trip::<EngineLimits>("engine limits", rest),
+        10 => round_trip::<Ruleset>("rule set", rest),
+        11 => round_trip::<KeyShare>("key share", rest),
+        12 => round_trip::<FlowInfo>("flow info", rest),
+        13 => round_trip::<TlsRandoms>("hello randoms", rest),
+        14 => round_trip::<StartTls>("start tls", rest),
+        15 => round_trip::<RecordIn>("record", rest),
+        16 => round_trip::<Result<Verdict, MiddleboxError>>("record reply", rest),
+        17 => round_trip::<Result<FlowReply, MiddleboxError>>("flow reply", rest),
+        18 => round_trip::<Result<EngineKey, MiddleboxError>>("engine reply", rest),
         _ => {
             let _ = scenarios::x509::AllocReport::decode(rest);
         }
