@@ -337,24 +337,24 @@ fn load_table(t: &[u8; 32]) -> __m256i {
     unsafe { _mm256_loadu_si256(t.as_ptr().cast()) }
 }
 
-/// Up to four gates of a garbling run (`m = run.len() <= 4`): eight
-/// registers `(A0 | A1)`, `(B0 | B1)` through the hash. `tw` holds the
-/// tweak `2g` of the first gate in both lanes and is advanced by `m` gates.
+/// `M <= 4` gates of a garbling run: eight registers `(A0 | A1)`,
+/// `(B0 | B1)` through the hash. `tw` holds the tweak `2g` of the first
+/// gate in both lanes and is advanced by `M` gates. `M` is a constant, so
+/// that a full group is straight-line code.
 #[target_feature(enable = "aes,sse2,avx2,vaes")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn garble_group(
+fn garble_group<const M: usize>(
     k: &[__m256i; 11],
     d: __m128i,
     dd: __m256i,
     labels: &mut [Block],
     mask: usize,
-    run: &[[u32; 3]],
-    tables: &mut [[u8; 32]],
+    run: &[[u32; 3]; M],
+    tables: &mut [[u8; 32]; M],
     tw: &mut __m256i,
 ) {
-    let m = run.len();
-    debug_assert!(m <= 4 && tables.len() == m);
+    const { assert!(M <= 4) };
     let one = _mm256_set_epi64x(0, 1, 0, 1);
     let two = _mm256_set_epi64x(0, 2, 0, 2);
     let mut pre = [_mm256_setzero_si256(); 8];
@@ -411,31 +411,40 @@ pub(super) fn garble_run(
     let dd = _mm256_set_m128i(d, _mm_setzero_si128());
     let mut tw = tweak2(gate, 0);
     let (tabs, _) = tables.as_chunks_mut::<32>();
-    let mut gs = run.chunks_exact(4);
-    let mut ts = tabs.chunks_exact_mut(4);
-    for (g, t) in (&mut gs).zip(&mut ts) {
+    let (gs, g_rest) = run.as_chunks::<4>();
+    let (ts, t_rest) = tabs.as_chunks_mut::<4>();
+    for (g, t) in gs.iter().zip(ts) {
         garble_group(&k, d, dd, labels, mask, g, t, &mut tw);
     }
-    let (g, t) = (gs.remainder(), ts.into_remainder());
-    if !g.is_empty() {
-        garble_group(&k, d, dd, labels, mask, g, t, &mut tw);
+    macro_rules! rest {
+        ($($m:literal)*) => {
+            match g_rest.len() {
+                $($m => garble_group::<$m>(
+                    &k, d, dd, labels, mask,
+                    g_rest.try_into().expect("length checked"),
+                    t_rest.try_into().expect("length checked"),
+                    &mut tw,
+                ),)*
+                _ => {}
+            }
+        };
     }
+    rest!(1 2 3);
 }
 
-/// Up to eight gates of an evaluation run: one register `(Wa | Wb)` per
+/// `M <= 8` gates of an evaluation run: one register `(Wa | Wb)` per
 /// gate. `tw` holds `(2g | 2g + 1)` of the first gate and is advanced.
 #[target_feature(enable = "aes,sse2,avx2,vaes")]
 #[inline]
-fn eval_group(
+fn eval_group<const M: usize>(
     k: &[__m256i; 11],
     labels: &mut [Block],
     mask: usize,
-    run: &[[u32; 3]],
-    tables: &[[u8; 32]],
+    run: &[[u32; 3]; M],
+    tables: &[[u8; 32]; M],
     tw: &mut __m256i,
 ) {
-    let m = run.len();
-    debug_assert!(m <= 8 && tables.len() == m);
+    const { assert!(M <= 8) };
     let two = _mm256_set_epi64x(0, 2, 0, 2);
     let mut pre = [_mm256_setzero_si256(); 8];
     let mut a = [_mm_setzero_si128(); 8];
@@ -475,13 +484,23 @@ pub(super) fn eval_run(
     let j = (gate << 1) as i64;
     let mut tw = _mm256_set_epi64x(0, j | 1, 0, j);
     let (tabs, _) = tables.as_chunks::<32>();
-    let mut gs = run.chunks_exact(8);
-    let mut ts = tabs.chunks_exact(8);
-    for (g, t) in (&mut gs).zip(&mut ts) {
+    let (gs, g_rest) = run.as_chunks::<8>();
+    let (ts, t_rest) = tabs.as_chunks::<8>();
+    for (g, t) in gs.iter().zip(ts) {
         eval_group(&k, labels, mask, g, t, &mut tw);
     }
-    let (g, t) = (gs.remainder(), ts.remainder());
-    if !g.is_empty() {
-        eval_group(&k, labels, mask, g, t, &mut tw);
+    macro_rules! rest {
+        ($($m:literal)*) => {
+            match g_rest.len() {
+                $($m => eval_group::<$m>(
+                    &k, labels, mask,
+                    g_rest.try_into().expect("length checked"),
+                    t_rest.try_into().expect("length checked"),
+                    &mut tw,
+                ),)*
+                _ => {}
+            }
+        };
     }
+    rest!(1 2 3 4 5 6 7);
 }
