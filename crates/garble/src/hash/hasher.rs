@@ -1,0 +1,177 @@
+//! [`Hasher`]: the garbling hash `H(x, i)` (fixed-key AES, see the module
+//! documentation of [`super`]), and the fused half-gates kernels that
+//! compute it inside the AND gate when the CPU has VAES.
+
+#[cfg(target_arch = "x86_64")]
+use super::ni;
+use super::{Aes128, Backend, BackendUnavailable, Block, FIXED_KEY};
+
+/// The garbling hash: [`Aes128::tccr`] under [`FIXED_KEY`].
+#[derive(Clone, Debug)]
+pub struct Hasher {
+    aes: Aes128,
+}
+
+impl Hasher {
+    /// The hash with the detected backend.
+    pub fn new() -> Hasher {
+        Hasher {
+            aes: Aes128::new(FIXED_KEY),
+        }
+    }
+
+    /// The hash with a chosen backend.
+    pub fn with_backend(backend: Backend) -> Result<Hasher, BackendUnavailable> {
+        Ok(Hasher {
+            aes: Aes128::with_backend(FIXED_KEY, backend)?,
+        })
+    }
+
+    /// The backend in use.
+    pub fn backend(&self) -> Backend {
+        self.aes.backend()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn no_vaes_for_tests(&mut self) {
+        self.aes.no_vaes();
+    }
+
+    /// `xs[i] = H(xs[i], tweaks[i])`.
+    #[inline]
+    pub fn hash(&self, xs: &mut [Block], tweaks: &[Block]) {
+        self.aes.tccr(xs, tweaks)
+    }
+
+    /// Whether the fused VAES half-gates kernels ([`Hasher::garble_ands`],
+    /// [`Hasher::eval_ands`]) are available.
+    #[inline]
+    pub(crate) fn fused(&self) -> bool {
+        self.aes.vaes_keys().is_some()
+    }
+
+    /// Half-gates garbling of `a0.len() <= 8` independent AND gates in
+    /// registers (the formulas of [`crate::gc`]): gate `i` has input zero
+    /// labels `a0[i]`, `b0[i]` and tweaks `2 (gate + i)`, `2 (gate + i) + 1`;
+    /// writes its table `TG || TE` to `tables[32 i..32 i + 32]` and its
+    /// output zero label to `out[i]`.
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], or if the lengths do not match.
+    #[inline]
+    pub(crate) fn garble_ands(
+        &self,
+        delta: Block,
+        a0: &[Block],
+        b0: &[Block],
+        gate: u64,
+        tables: &mut [u8],
+        out: &mut [Block],
+    ) {
+        let rk = self.aes.vaes_keys().expect("no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `vaes_keys` is `Some` only when AES-NI, AVX2 and VAES were
+        // detected at run time.
+        unsafe {
+            ni::garble_ands(rk, delta, a0, b0, gate, tables, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (rk, delta, a0, b0, gate, tables, out);
+    }
+
+    /// Half-gates evaluation of `wa.len() <= 8` independent AND gates in
+    /// registers: gate `i` has active labels `wa[i]`, `wb[i]`, tweaks as in
+    /// [`Hasher::garble_ands`] and its table at `tables[32 i..32 i + 32]`;
+    /// writes its output label to `out[i]`.
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], or if the lengths do not match.
+    #[inline]
+    pub(crate) fn eval_ands(
+        &self,
+        wa: &[Block],
+        wb: &[Block],
+        gate: u64,
+        tables: &[u8],
+        out: &mut [Block],
+    ) {
+        let rk = self.aes.vaes_keys().expect("no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `garble_ands`.
+        unsafe {
+            ni::eval_ands(rk, wa, wb, gate, tables, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (rk, wa, wb, gate, tables, out);
+    }
+
+    /// Half-gates garbling of a run of independent AND gates `[a, b, out]`
+    /// over `labels` (a power-of-two number of zero labels; slots are
+    /// masked with `labels.len() - 1`), with the formulas of [`crate::gc`]:
+    /// gate `i` has tweaks `2 (gate + i)`, `2 (gate + i) + 1`, its table
+    /// goes to `tables[32 i..32 i + 32]` and its output zero label to its
+    /// `out` slot. The run's gates must not read a slot that another gate
+    /// of the run writes (a run of one AND depth never does).
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], if `labels.len()` is not a power of two,
+    /// or if `tables.len() != 32 * run.len()`.
+    #[inline]
+    pub(crate) fn garble_run(
+        &self,
+        delta: Block,
+        labels: &mut [Block],
+        run: &[[u32; 3]],
+        gate: u64,
+        tables: &mut [u8],
+    ) {
+        let rk = self.aes.vaes_keys().expect("no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `garble_ands`.
+        unsafe {
+            ni::garble_run(rk, delta, labels, run, gate, tables)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (rk, delta, labels, run, gate, tables);
+    }
+
+    /// Half-gates evaluation of a run (see [`Hasher::garble_run`]): active
+    /// labels in `labels`, gate `i`'s table at `tables[32 i..32 i + 32]`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Hasher::garble_run`].
+    #[inline]
+    pub(crate) fn eval_run(
+        &self,
+        labels: &mut [Block],
+        run: &[[u32; 3]],
+        gate: u64,
+        tables: &[u8],
+    ) {
+        let rk = self.aes.vaes_keys().expect("no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `garble_ands`.
+        unsafe {
+            ni::eval_run(rk, labels, run, gate, tables)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (rk, labels, run, gate, tables);
+    }
+
+    /// `H(x, tweak)` for one block.
+    pub fn hash_one(&self, x: Block, tweak: Block) -> Block {
+        let mut v = [x];
+        self.aes.tccr(&mut v, &[tweak]);
+        v[0]
+    }
+}
+
+impl Default for Hasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,506 @@
+//! The AES-NI backend (x86-64): AES-128 and the hash with eight blocks in
+//! flight, the same with 256-bit VAES (sixteen), and the fused half-gates
+//! kernels that keep a batch of AND gates in vector registers from the label
+//! gather to the table store.
+//!
+//! Every function here has `#[target_feature]`; callers check the features
+//! at run time (see [`super::Aes128`]) before the `unsafe` call.
+
+use super::Block;
+use core::arch::x86_64::*;
+
+#[inline(always)]
+fn load_keys(rk: &[[u8; 16]; 11]) -> [__m128i; 11] {
+    // SAFETY: each `rk[i]` is 16 readable bytes; `loadu` has no
+    // alignment requirement.
+    core::array::from_fn(|i| unsafe { _mm_loadu_si128(rk[i].as_ptr().cast()) })
+}
+
+#[inline(always)]
+fn load(b: &Block) -> __m128i {
+    // SAFETY: a `Block` is 16 readable bytes (repr(transparent) u128).
+    unsafe { _mm_loadu_si128((b as *const Block).cast()) }
+}
+
+#[inline(always)]
+fn store(b: &mut Block, v: __m128i) {
+    // SAFETY: a `Block` is 16 writable bytes.
+    unsafe { _mm_storeu_si128((b as *mut Block).cast(), v) }
+}
+
+#[target_feature(enable = "aes,sse2")]
+fn rounds8(k: &[__m128i; 11], x: &mut [__m128i; 8]) {
+    for v in x.iter_mut() {
+        *v = _mm_xor_si128(*v, k[0]);
+    }
+    for key in &k[1..10] {
+        for v in x.iter_mut() {
+            *v = _mm_aesenc_si128(*v, *key);
+        }
+    }
+    for v in x.iter_mut() {
+        *v = _mm_aesenclast_si128(*v, k[10]);
+    }
+}
+
+#[target_feature(enable = "aes,sse2")]
+fn rounds1(k: &[__m128i; 11], mut v: __m128i) -> __m128i {
+    v = _mm_xor_si128(v, k[0]);
+    for key in &k[1..10] {
+        v = _mm_aesenc_si128(v, *key);
+    }
+    _mm_aesenclast_si128(v, k[10])
+}
+
+/// Encrypts blocks eight at a time.
+#[target_feature(enable = "aes,sse2")]
+pub(super) fn encrypt(rk: &[[u8; 16]; 11], blocks: &mut [Block]) {
+    let k = load_keys(rk);
+    let mut chunks = blocks.chunks_exact_mut(8);
+    for c in &mut chunks {
+        let mut x: [__m128i; 8] = core::array::from_fn(|i| load(&c[i]));
+        rounds8(&k, &mut x);
+        for (b, v) in c.iter_mut().zip(x) {
+            store(b, v);
+        }
+    }
+    for b in chunks.into_remainder() {
+        let v = rounds1(&k, load(b));
+        store(b, v);
+    }
+}
+
+#[target_feature(enable = "sse2")]
+#[inline]
+fn sigma(x: __m128i) -> __m128i {
+    // (hi, lo) -> (hi ^ lo, hi): swap halves, then add hi into the top.
+    let swapped = _mm_shuffle_epi32::<0b01_00_11_10>(x);
+    let hi_only = _mm_and_si128(x, _mm_set_epi64x(-1, 0));
+    _mm_xor_si128(swapped, hi_only)
+}
+
+/// `xs[i] = pi(sigma(xs[i]) ^ t[i]) ^ sigma(xs[i]) ^ t[i]`.
+#[target_feature(enable = "aes,sse2")]
+pub(super) fn tccr(rk: &[[u8; 16]; 11], xs: &mut [Block], tweaks: &[Block]) {
+    let k = load_keys(rk);
+    let mut chunks = xs.chunks_exact_mut(8);
+    let mut tw = tweaks.chunks_exact(8);
+    for (c, t) in (&mut chunks).zip(&mut tw) {
+        let pre: [__m128i; 8] =
+            core::array::from_fn(|i| _mm_xor_si128(sigma(load(&c[i])), load(&t[i])));
+        let mut x = pre;
+        rounds8(&k, &mut x);
+        for i in 0..8 {
+            store(&mut c[i], _mm_xor_si128(x[i], pre[i]));
+        }
+    }
+    let rest_t = tw.remainder();
+    for (b, t) in chunks.into_remainder().iter_mut().zip(rest_t) {
+        let pre = _mm_xor_si128(sigma(load(b)), load(t));
+        let v = rounds1(&k, pre);
+        store(b, _mm_xor_si128(v, pre));
+    }
+}
+
+/// Two consecutive blocks as one 256-bit register. The array type carries the bounds:
+/// callers split their slices with `as_chunks`, so no check remains at run time.
+#[inline(always)]
+fn load2(b: &[Block; 2]) -> __m256i {
+    // SAFETY: `b` is two consecutive blocks, 32 readable bytes; `loadu` has no
+    // alignment requirement.
+    unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+}
+
+/// Stores one 256-bit register into two consecutive blocks.
+#[inline(always)]
+fn store2(b: &mut [Block; 2], v: __m256i) {
+    // SAFETY: `b` is two consecutive blocks, 32 writable bytes.
+    unsafe { _mm256_storeu_si256(b.as_mut_ptr().cast(), v) }
+}
+
+/// [`tccr`] with 256-bit VAES: 16 blocks (8 registers) in flight.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+pub(super) fn tccr_vaes(rk: &[[u8; 16]; 11], xs: &mut [Block], tweaks: &[Block]) {
+    let k1 = load_keys(rk);
+    let k: [__m256i; 11] = core::array::from_fn(|i| _mm256_broadcastsi128_si256(k1[i]));
+    let hi_mask = _mm256_set_epi64x(-1, 0, -1, 0);
+    let n16 = xs.len() / 16 * 16;
+    let (head, tail) = xs.split_at_mut(n16);
+    let (head, _) = head.as_chunks_mut::<2>();
+    let (tw, _) = tweaks.as_chunks::<2>();
+    for (c, t) in head.chunks_exact_mut(8).zip(tw.chunks_exact(8)) {
+        let pre: [__m256i; 8] = core::array::from_fn(|i| {
+            let x = load2(&c[i]);
+            let s = _mm256_xor_si256(
+                _mm256_shuffle_epi32::<0b01_00_11_10>(x),
+                _mm256_and_si256(x, hi_mask),
+            );
+            _mm256_xor_si256(s, load2(&t[i]))
+        });
+        let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
+        for key in &k[1..10] {
+            for x in v.iter_mut() {
+                *x = _mm256_aesenc_epi128(*x, *key);
+            }
+        }
+        for (i, x) in v.iter().enumerate() {
+            let e = _mm256_aesenclast_epi128(*x, k[10]);
+            store2(&mut c[i], _mm256_xor_si256(e, pre[i]));
+        }
+    }
+    tccr(rk, tail, &tweaks[n16..]);
+}
+
+/// The 11 round keys in both 128-bit lanes.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+#[inline]
+fn keys256(rk: &[[u8; 16]; 11]) -> [__m256i; 11] {
+    let k1 = load_keys(rk);
+    core::array::from_fn(|i| _mm256_broadcastsi128_si256(k1[i]))
+}
+
+/// `x ^ AES(x)` for eight registers (sixteen blocks) of pre-images.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+#[inline]
+fn mmo8(k: &[__m256i; 11], pre: &[__m256i; 8]) -> [__m256i; 8] {
+    let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
+    for key in &k[1..10] {
+        for x in v.iter_mut() {
+            *x = _mm256_aesenc_epi128(*x, *key);
+        }
+    }
+    core::array::from_fn(|i| _mm256_xor_si256(_mm256_aesenclast_epi128(v[i], k[10]), pre[i]))
+}
+
+/// `sigma(x) ^ t` in both lanes (the hash's pre-image).
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+#[inline]
+fn pre256(x: __m256i, t: __m256i) -> __m256i {
+    let hi_mask = _mm256_set_epi64x(-1, 0, -1, 0);
+    let s = _mm256_xor_si256(
+        _mm256_shuffle_epi32::<0b01_00_11_10>(x),
+        _mm256_and_si256(x, hi_mask),
+    );
+    _mm256_xor_si256(s, t)
+}
+
+/// All ones if `lsb(x)`, else zero.
+#[target_feature(enable = "sse2")]
+#[inline]
+fn lsb_mask(x: __m128i) -> __m128i {
+    let low = _mm_shuffle_epi32::<0b01_00_01_00>(x);
+    _mm_sub_epi64(
+        _mm_setzero_si128(),
+        _mm_and_si128(low, _mm_set_epi64x(1, 1)),
+    )
+}
+
+/// The tweak `2 g + odd` in both lanes.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn tweak2(g: u64, odd: u64) -> __m256i {
+    let j = (g << 1 | odd) as i64;
+    _mm256_set_epi64x(0, j, 0, j)
+}
+
+#[inline(always)]
+fn load_bytes(b: &[u8]) -> __m128i {
+    assert!(b.len() >= 16);
+    // SAFETY: at least 16 readable bytes (checked); no alignment needed.
+    unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+}
+
+#[inline(always)]
+fn store_bytes(b: &mut [u8], v: __m128i) {
+    assert!(b.len() >= 16);
+    // SAFETY: at least 16 writable bytes (checked).
+    unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
+}
+
+/// See `Hasher::garble_ands`: two passes of four gates, each pass eight
+/// registers `(A0 | A1)`, `(B0 | B1)` through the hash.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+pub(super) fn garble_ands(
+    rk: &[[u8; 16]; 11],
+    delta: Block,
+    a0: &[Block],
+    b0: &[Block],
+    gate: u64,
+    tables: &mut [u8],
+    out: &mut [Block],
+) {
+    let n = a0.len();
+    assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
+    let k = keys256(rk);
+    let d = load(&delta);
+    for p in 0..n.div_ceil(4) {
+        let lo = 4 * p;
+        let m = (n - lo).min(4);
+        let mut pre = [_mm256_setzero_si256(); 8];
+        let mut a = [_mm_setzero_si128(); 4];
+        let mut b = [_mm_setzero_si128(); 4];
+        for i in 0..m {
+            let g = gate + (lo + i) as u64;
+            a[i] = load(&a0[lo + i]);
+            b[i] = load(&b0[lo + i]);
+            let aa = _mm256_set_m128i(_mm_xor_si128(a[i], d), a[i]);
+            let bb = _mm256_set_m128i(_mm_xor_si128(b[i], d), b[i]);
+            pre[2 * i] = pre256(aa, tweak2(g, 0));
+            pre[2 * i + 1] = pre256(bb, tweak2(g, 1));
+        }
+        let h = mmo8(&k, &pre);
+        for i in 0..m {
+            let (ha0, ha1) = (
+                _mm256_castsi256_si128(h[2 * i]),
+                _mm256_extracti128_si256::<1>(h[2 * i]),
+            );
+            let (hb0, hb1) = (
+                _mm256_castsi256_si128(h[2 * i + 1]),
+                _mm256_extracti128_si256::<1>(h[2 * i + 1]),
+            );
+            let pa = lsb_mask(a[i]);
+            let pb = lsb_mask(b[i]);
+            let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+            let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
+            let te = _mm_xor_si128(_mm_xor_si128(hb0, hb1), a[i]);
+            let we0 = _mm_xor_si128(hb0, _mm_and_si128(_mm_xor_si128(te, a[i]), pb));
+            let t = &mut tables[32 * (lo + i)..32 * (lo + i) + 32];
+            store_bytes(&mut t[..16], tg);
+            store_bytes(&mut t[16..], te);
+            store(&mut out[lo + i], _mm_xor_si128(wg0, we0));
+        }
+    }
+}
+
+/// See `Hasher::eval_ands`: one register `(Wa | Wb)` per gate.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+pub(super) fn eval_ands(
+    rk: &[[u8; 16]; 11],
+    wa: &[Block],
+    wb: &[Block],
+    gate: u64,
+    tables: &[u8],
+    out: &mut [Block],
+) {
+    let n = wa.len();
+    assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
+    let k = keys256(rk);
+    let mut pre = [_mm256_setzero_si256(); 8];
+    let mut a = [_mm_setzero_si128(); 8];
+    let mut b = [_mm_setzero_si128(); 8];
+    for i in 0..n {
+        let g = gate + i as u64;
+        a[i] = load(&wa[i]);
+        b[i] = load(&wb[i]);
+        let j = (g << 1) as i64;
+        let t = _mm256_set_epi64x(0, j | 1, 0, j);
+        pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), t);
+    }
+    let h = mmo8(&k, &pre);
+    for i in 0..n {
+        let ha = _mm256_castsi256_si128(h[i]);
+        let hb = _mm256_extracti128_si256::<1>(h[i]);
+        let t = &tables[32 * i..32 * i + 32];
+        let tg = load_bytes(&t[..16]);
+        let te = load_bytes(&t[16..]);
+        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+        store(&mut out[i], _mm_xor_si128(wg, we));
+    }
+}
+
+/// Label `s` of a power-of-two label array (`mask = len - 1`: the index is
+/// in bounds by construction).
+#[inline(always)]
+fn gather(labels: &[Block], mask: usize, s: u32) -> __m128i {
+    load(&labels[s as usize & mask])
+}
+
+/// Sets label `s` of a power-of-two label array.
+#[inline(always)]
+fn scatter(labels: &mut [Block], mask: usize, s: u32, v: __m128i) {
+    store(&mut labels[s as usize & mask], v)
+}
+
+/// Stores a gate's table `TG || TE` (one 32-byte store).
+#[inline(always)]
+fn store_table(t: &mut [u8; 32], tg: __m128i, te: __m128i) {
+    // SAFETY: `t` is 32 writable bytes; `storeu` has no alignment
+    // requirement; AVX is implied by the callers' `avx2` feature.
+    unsafe { _mm256_storeu_si256(t.as_mut_ptr().cast(), _mm256_set_m128i(te, tg)) }
+}
+
+/// Loads a gate's table `TG || TE`.
+#[inline(always)]
+fn load_table(t: &[u8; 32]) -> __m256i {
+    // SAFETY: `t` is 32 readable bytes; `loadu` has no alignment requirement.
+    unsafe { _mm256_loadu_si256(t.as_ptr().cast()) }
+}
+
+/// `M <= 4` gates of a garbling run: eight registers `(A0 | A1)`,
+/// `(B0 | B1)` through the hash. `tw` holds the tweak `2g` of the first
+/// gate in both lanes and is advanced by `M` gates. `M` is a constant, so
+/// that a full group is straight-line code.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn garble_group<const M: usize>(
+    k: &[__m256i; 11],
+    d: __m128i,
+    dd: __m256i,
+    labels: &mut [Block],
+    mask: usize,
+    run: &[[u32; 3]; M],
+    tables: &mut [[u8; 32]; M],
+    tw: &mut __m256i,
+) {
+    const { assert!(M <= 4) };
+    let one = _mm256_set_epi64x(0, 1, 0, 1);
+    let two = _mm256_set_epi64x(0, 2, 0, 2);
+    let mut pre = [_mm256_setzero_si256(); 8];
+    let mut a = [_mm_setzero_si128(); 4];
+    let mut b = [_mm_setzero_si128(); 4];
+    for (i, &[sa, sb, _]) in run.iter().enumerate() {
+        a[i] = gather(labels, mask, sa);
+        b[i] = gather(labels, mask, sb);
+        // (X0 | X0 ^ R): the zero and the one label of each input.
+        let aa = _mm256_xor_si256(_mm256_broadcastsi128_si256(a[i]), dd);
+        let bb = _mm256_xor_si256(_mm256_broadcastsi128_si256(b[i]), dd);
+        pre[2 * i] = pre256(aa, *tw);
+        pre[2 * i + 1] = pre256(bb, _mm256_add_epi64(*tw, one));
+        *tw = _mm256_add_epi64(*tw, two);
+    }
+    let h = mmo8(k, &pre);
+    for (i, (&[_, _, so], t)) in run.iter().zip(tables.iter_mut()).enumerate() {
+        let (ha0, ha1) = (
+            _mm256_castsi256_si128(h[2 * i]),
+            _mm256_extracti128_si256::<1>(h[2 * i]),
+        );
+        let (hb0, hb1) = (
+            _mm256_castsi256_si128(h[2 * i + 1]),
+            _mm256_extracti128_si256::<1>(h[2 * i + 1]),
+        );
+        let pa = lsb_mask(a[i]);
+        let pb = lsb_mask(b[i]);
+        let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+        let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
+        let hb = _mm_xor_si128(hb0, hb1);
+        let te = _mm_xor_si128(hb, a[i]);
+        // TE ^ A0 = HB0 ^ HB1.
+        let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
+        store_table(t, tg, te);
+        scatter(labels, mask, so, _mm_xor_si128(wg0, we0));
+    }
+}
+
+/// See `Hasher::garble_run`: the run four gates at a time, round keys
+/// loaded once.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+pub(super) fn garble_run(
+    rk: &[[u8; 16]; 11],
+    delta: Block,
+    labels: &mut [Block],
+    run: &[[u32; 3]],
+    gate: u64,
+    tables: &mut [u8],
+) {
+    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+    let mask = labels.len() - 1;
+    let k = keys256(rk);
+    let d = load(&delta);
+    let dd = _mm256_set_m128i(d, _mm_setzero_si128());
+    let mut tw = tweak2(gate, 0);
+    let (tabs, _) = tables.as_chunks_mut::<32>();
+    let (gs, g_rest) = run.as_chunks::<4>();
+    let (ts, t_rest) = tabs.as_chunks_mut::<4>();
+    for (g, t) in gs.iter().zip(ts) {
+        garble_group(&k, d, dd, labels, mask, g, t, &mut tw);
+    }
+    macro_rules! rest {
+        ($($m:literal)*) => {
+            match g_rest.len() {
+                $($m => garble_group::<$m>(
+                    &k, d, dd, labels, mask,
+                    g_rest.try_into().expect("length checked"),
+                    t_rest.try_into().expect("length checked"),
+                    &mut tw,
+                ),)*
+                _ => {}
+            }
+        };
+    }
+    rest!(1 2 3);
+}
+
+/// `M <= 8` gates of an evaluation run: one register `(Wa | Wb)` per
+/// gate. `tw` holds `(2g | 2g + 1)` of the first gate and is advanced.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+#[inline]
+fn eval_group<const M: usize>(
+    k: &[__m256i; 11],
+    labels: &mut [Block],
+    mask: usize,
+    run: &[[u32; 3]; M],
+    tables: &[[u8; 32]; M],
+    tw: &mut __m256i,
+) {
+    const { assert!(M <= 8) };
+    let two = _mm256_set_epi64x(0, 2, 0, 2);
+    let mut pre = [_mm256_setzero_si256(); 8];
+    let mut a = [_mm_setzero_si128(); 8];
+    let mut b = [_mm_setzero_si128(); 8];
+    for (i, &[sa, sb, _]) in run.iter().enumerate() {
+        a[i] = gather(labels, mask, sa);
+        b[i] = gather(labels, mask, sb);
+        pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), *tw);
+        *tw = _mm256_add_epi64(*tw, two);
+    }
+    let h = mmo8(k, &pre);
+    for (i, (&[_, _, so], t)) in run.iter().zip(tables).enumerate() {
+        let ha = _mm256_castsi256_si128(h[i]);
+        let hb = _mm256_extracti128_si256::<1>(h[i]);
+        let tt = load_table(t);
+        let tg = _mm256_castsi256_si128(tt);
+        let te = _mm256_extracti128_si256::<1>(tt);
+        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+        scatter(labels, mask, so, _mm_xor_si128(wg, we));
+    }
+}
+
+/// See `Hasher::eval_run`: the run eight gates at a time, round keys
+/// loaded once.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+pub(super) fn eval_run(
+    rk: &[[u8; 16]; 11],
+    labels: &mut [Block],
+    run: &[[u32; 3]],
+    gate: u64,
+    tables: &[u8],
+) {
+    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+    let mask = labels.len() - 1;
+    let k = keys256(rk);
+    let j = (gate << 1) as i64;
+    let mut tw = _mm256_set_epi64x(0, j | 1, 0, j);
+    let (tabs, _) = tables.as_chunks::<32>();
+    let (gs, g_rest) = run.as_chunks::<8>();
+    let (ts, t_rest) = tabs.as_chunks::<8>();
+    for (g, t) in gs.iter().zip(ts) {
+        eval_group(&k, labels, mask, g, t, &mut tw);
+    }
+    macro_rules! rest {
+        ($($m:literal)*) => {
+            match g_rest.len() {
+                $($m => eval_group::<$m>(
+                    &k, labels, mask,
+                    g_rest.try_into().expect("length checked"),
+                    t_rest.try_into().expect("length checked"),
+                    &mut tw,
+                ),)*
+                _ => {}
+            }
+        };
+    }
+    rest!(1 2 3 4 5 6 7);
+}
