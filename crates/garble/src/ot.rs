@@ -14,9 +14,11 @@
 //!   `A` through a precomputed table. These change no byte on the wire and no
 //!   key (a known-answer test pins them). Known caveats of this protocol: its
 //!   original UC proof against malicious parties is flawed (Genc, Iovino,
-//!   Rial, ePrint 2017/1076; Hauck and Loss, ePrint 2017/1011); we rely on it
-//!   only against semi-honest parties, for which the simple DH argument
-//!   holds, and hash `A` and `B` into every key as recommended there.
+//!   Rial, "'The Simplest Protocol for Oblivious Transfer' Revisited", 2017;
+//!   Hauck and Loss, "Efficient and Universally Composable Protocols for
+//!   Oblivious Transfer from the CDH Assumption", 2017); we rely on it only
+//!   against semi-honest parties, for which the CDH argument of CO15 holds,
+//!   and hash `A` and `B` into every key.
 //! * Extension: Ishai, Kilian, Nissim, Petrank, "Extending Oblivious
 //!   Transfers Efficiently" (CRYPTO 2003), in its correlated form: 128 base
 //!   OTs with the roles reversed seed 128 column PRGs (AES-CTR); per batch of
