@@ -58,6 +58,20 @@ pub trait Channel {
     fn wire_bytes_received(&self) -> u64 {
         self.bytes_received()
     }
+    /// CPU time spent so far by threads the channel runs for this party
+    /// (a writer thread), which the party's own thread clock does not see.
+    fn helper_cpu(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// CPU time of the calling thread so far.
+pub fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }
 
 impl<C: Channel + ?Sized> Channel for &mut C {
@@ -81,6 +95,9 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     }
     fn wire_bytes_received(&self) -> u64 {
         (**self).wire_bytes_received()
+    }
+    fn helper_cpu(&self) -> Duration {
+        (**self).helper_cpu()
     }
 }
 
@@ -122,6 +139,8 @@ struct WriterState {
     in_flight: AtomicUsize,
     /// Bytes the socket accepted from the thread.
     written: AtomicU64,
+    /// The thread's CPU time, in nanoseconds, after its last block.
+    cpu_ns: AtomicU64,
     /// The first write error, if any (later sends report it).
     error: Mutex<Option<io::Error>>,
 }
@@ -150,6 +169,8 @@ impl Writer {
                         }
                     }
                     block.clear();
+                    let cpu = u64::try_from(thread_cpu().as_nanos()).unwrap_or(u64::MAX);
+                    st.cpu_ns.store(cpu, Ordering::Release);
                     st.in_flight.fetch_sub(1, Ordering::AcqRel);
                     let _ = free_tx.send(block);
                 }
@@ -452,6 +473,14 @@ impl Channel for TcpChannel {
 
     fn wire_bytes_received(&self) -> u64 {
         self.read
+    }
+
+    fn helper_cpu(&self) -> Duration {
+        Duration::from_nanos(
+            self.writer
+                .as_ref()
+                .map_or(0, |w| w.state.cpu_ns.load(Ordering::Acquire)),
+        )
     }
 }
 

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::channel::{Channel, ChannelError};
+use crate::channel::{Channel, ChannelError, thread_cpu};
 use crate::circuit::{
     Circuit, GateKind, InputLengthError, Party, Stats, bits_from_bytes, bytes_from_bits,
 };
@@ -130,6 +130,13 @@ pub struct SessionReport {
     pub table_bytes: u64,
     /// Wall time of the whole session.
     pub total: Duration,
+    /// CPU time this party spent in the session: its own thread and the
+    /// channel's helper thread (the writer). Against [`SessionReport::total`]
+    /// it says how busy the party was, whatever else ran on the machine.
+    pub busy: Duration,
+    /// Time of [`Program::compile`] (part of the Load stage; zero for
+    /// generated circuits, which are not compiled).
+    pub compile: Duration,
     /// Total bytes this party's protocol sent.
     pub bytes_sent: u64,
     /// Total bytes this party's protocol received.
@@ -373,6 +380,31 @@ fn check_header(prog: &Program, n: u64, got: &[u8; 48]) -> Result<(), SessionErr
     Ok(())
 }
 
+/// Where a party's clocks started: wall time, its thread's CPU time and its
+/// channel's helper CPU time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clocks {
+    pub(crate) wall: Instant,
+    cpu: Duration,
+    helper: Duration,
+}
+
+impl Clocks {
+    pub(crate) fn start<C: Channel>(ch: &C) -> Clocks {
+        Clocks {
+            wall: Instant::now(),
+            cpu: thread_cpu(),
+            helper: ch.helper_cpu(),
+        }
+    }
+
+    /// CPU time spent since the start.
+    pub(crate) fn busy<C: Channel>(&self, ch: &C) -> Duration {
+        thread_cpu().saturating_sub(self.cpu) + ch.helper_cpu().saturating_sub(self.helper)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn report(
     role: Role,
     prog: &Program,
@@ -381,6 +413,8 @@ fn report(
     stages: Stages,
     t0: Instant,
     moved: Counters,
+    busy: Duration,
+    compile: Duration,
 ) -> SessionReport {
     SessionReport {
         role,
@@ -391,6 +425,8 @@ fn report(
         label_slots: prog.num_slots(),
         table_bytes: prog.and_gates() * gc::TABLE_BYTES as u64 * n,
         total: t0.elapsed(),
+        busy,
+        compile,
         bytes_sent: moved.sent,
         bytes_received: moved.received,
         wire_bytes_sent: moved.wire_sent,
@@ -406,13 +442,16 @@ pub fn run_garbler<C: Channel>(
     inputs: &[Vec<bool>],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    let t0 = Instant::now();
+    let clocks = Clocks::start(ch);
+    let t0 = clocks.wall;
     let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
     check_inputs(inputs, Party::Garbler, circuit.garbler_input_bits())?;
+    let tc = Instant::now();
     let prog = Program::compile(circuit);
+    let compile = tc.elapsed();
     let n = inputs.len() as u64;
 
     st.enter(Stage::Init, ch);
@@ -473,7 +512,17 @@ pub fn run_garbler<C: Channel>(
     let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs,
-        report: report(Role::Garbler, &prog, n, hasher.backend(), st, t0, moved),
+        report: report(
+            Role::Garbler,
+            &prog,
+            n,
+            hasher.backend(),
+            st,
+            t0,
+            moved,
+            clocks.busy(ch),
+            compile,
+        ),
     })
 }
 
@@ -485,13 +534,16 @@ pub fn run_evaluator<C: Channel>(
     inputs: &[Vec<bool>],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    let t0 = Instant::now();
+    let clocks = Clocks::start(ch);
+    let t0 = clocks.wall;
     let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
     let hasher = Hasher::with_backend(opts.backend)?;
     check_inputs(inputs, Party::Evaluator, circuit.evaluator_input_bits())?;
+    let tc = Instant::now();
     let prog = Program::compile(circuit);
+    let compile = tc.elapsed();
     let n = inputs.len() as u64;
 
     st.enter(Stage::Init, ch);
@@ -550,6 +602,16 @@ pub fn run_evaluator<C: Channel>(
     let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs,
-        report: report(Role::Evaluator, &prog, n, hasher.backend(), st, t0, moved),
+        report: report(
+            Role::Evaluator,
+            &prog,
+            n,
+            hasher.backend(),
+            st,
+            t0,
+            moved,
+            clocks.busy(ch),
+            compile,
+        ),
     })
 }
