@@ -6,9 +6,10 @@
 //! content is detected by the protocol layer above.
 
 use std::collections::VecDeque;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -57,6 +58,20 @@ pub trait Channel {
     fn wire_bytes_received(&self) -> u64 {
         self.bytes_received()
     }
+    /// CPU time spent so far by threads the channel runs for this party
+    /// (a writer thread), which the party's own thread clock does not see.
+    fn helper_cpu(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// CPU time of the calling thread so far.
+pub fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }
 
 impl<C: Channel + ?Sized> Channel for &mut C {
@@ -81,39 +96,173 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     fn wire_bytes_received(&self) -> u64 {
         (**self).wire_bytes_received()
     }
-}
-
-/// A socket that counts the bytes the kernel hands it: what crossed the wire inwards.
-#[derive(Debug)]
-struct CountingReader {
-    inner: TcpStream,
-    read: u64,
-}
-
-impl Read for CountingReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        Ok(n)
+    fn helper_cpu(&self) -> Duration {
+        (**self).helper_cpu()
     }
 }
 
-/// Write buffer size of [`TcpChannel`].
-pub const TCP_BUFFER: usize = 1 << 20;
+/// Write buffer size of [`TcpChannel`] (and the size of each block handed to
+/// its writer thread).
+pub const TCP_BUFFER: usize = 1 << 18;
+
+/// Blocks of [`TCP_BUFFER`] bytes the writer thread may hold before `send`
+/// waits: 1 MiB in flight at most.
+const WRITER_DEPTH: usize = 4;
+
+/// Reads of at least this many bytes go straight from the socket into the
+/// caller's buffer when nothing is buffered: no second copy.
+const DIRECT_READ: usize = 1 << 14;
+
+/// Read buffer size of [`TcpChannel`].
+const READ_BUFFER: usize = 1 << 18;
 
 /// Default timeout: how long a peer may stay silent.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A TCP connection with a 1 MiB write buffer, byte counters and timeouts.
+/// The writer thread of a [`TcpChannel`]: full blocks go to it, so that the
+/// party that produces them (the garbler) keeps computing while the kernel
+/// copies the previous ones into the socket.
+#[derive(Debug)]
+struct Writer {
+    /// Full blocks to write, in order.
+    tx: Option<mpsc::SyncSender<Vec<u8>>>,
+    /// Written blocks, cleared, for reuse.
+    free: mpsc::Receiver<Vec<u8>>,
+    /// Shared with the thread.
+    state: Arc<WriterState>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct WriterState {
+    /// Blocks handed over and not yet written.
+    in_flight: AtomicUsize,
+    /// Bytes the socket accepted from the thread.
+    written: AtomicU64,
+    /// The thread's CPU time, in nanoseconds, after its last block.
+    cpu_ns: AtomicU64,
+    /// The first write error, if any (later sends report it).
+    error: Mutex<Option<io::Error>>,
+}
+
+impl Writer {
+    fn spawn(mut stream: TcpStream) -> io::Result<Writer> {
+        let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(WRITER_DEPTH);
+        let (free_tx, free) = mpsc::channel();
+        let state = Arc::new(WriterState::default());
+        let st = Arc::clone(&state);
+        let thread = std::thread::Builder::new()
+            .name("garble-writer".into())
+            .spawn(move || {
+                for mut block in rx {
+                    let failed = st.error.lock().map(|e| e.is_some()).unwrap_or(true);
+                    if !failed {
+                        match stream.write_all(&block) {
+                            Ok(()) => {
+                                st.written.fetch_add(block.len() as u64, Ordering::Release);
+                            }
+                            Err(e) => {
+                                if let Ok(mut slot) = st.error.lock() {
+                                    *slot = Some(e);
+                                }
+                            }
+                        }
+                    }
+                    block.clear();
+                    let cpu = u64::try_from(thread_cpu().as_nanos()).unwrap_or(u64::MAX);
+                    st.cpu_ns.store(cpu, Ordering::Release);
+                    st.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    let _ = free_tx.send(block);
+                }
+            })?;
+        Ok(Writer {
+            tx: Some(tx),
+            free,
+            state,
+            thread: Some(thread),
+        })
+    }
+
+    /// The first write error of the thread, as a channel error.
+    fn check(&self, timeout: Duration) -> Result<(), ChannelError> {
+        match self.state.error.lock() {
+            Ok(e) => match e.as_ref() {
+                Some(e) => Err(map_io(io::Error::new(e.kind(), e.to_string()), timeout)),
+                None => Ok(()),
+            },
+            Err(_) => Err(ChannelError::Closed),
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.state.in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// Hands `block` to the thread (waits while [`WRITER_DEPTH`] blocks are
+    /// queued) and returns an empty block to fill next.
+    fn push(&mut self, block: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, ChannelError> {
+        self.check(timeout)?;
+        let tx = self.tx.as_ref().ok_or(ChannelError::Closed)?;
+        self.state.in_flight.fetch_add(1, Ordering::AcqRel);
+        if tx.send(block).is_err() {
+            return Err(ChannelError::Closed);
+        }
+        Ok(self
+            .free
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(TCP_BUFFER)))
+    }
+
+    /// Waits until every block handed over is written.
+    fn drain(&mut self) {
+        while !self.idle() {
+            if let Ok(b) = self.free.recv_timeout(Duration::from_millis(50)) {
+                drop(b);
+            }
+            if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
+                break;
+            }
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Everything handed over is still written (each write bounded by
+        // the socket's timeout), as a socket close would deliver it.
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A TCP connection with byte counters and timeouts.
+///
+/// Writes: `send` appends to a 256 KiB block; a full block goes to a writer
+/// thread (started on first need), so that the sending party keeps computing
+/// while the kernel copies, with at most 1 MiB queued. `flush` writes the
+/// rest from the calling thread once the queue is empty: a protocol message
+/// on the latency path costs no thread wake-up, and after `flush` the
+/// socket's byte counter is exact. Reads:
+/// a 256 KiB read-ahead buffer, bypassed for reads of 16 KiB or more when it
+/// is empty (the garbled tables land in the evaluator's buffer with one copy).
+/// `TCP_NODELAY` is set: every flush is a segment now, not after Nagle's
+/// wait for the peer's (delayed) ACK.
 #[derive(Debug)]
 pub struct TcpChannel {
-    writer: TcpStream,
-    reader: BufReader<CountingReader>,
+    stream: TcpStream,
+    writer: Option<Writer>,
     wbuf: Vec<u8>,
+    rbuf: Box<[u8]>,
+    rpos: usize,
+    rlen: usize,
     sent: u64,
     received: u64,
-    /// Bytes the socket accepted (`write_all` returned).
+    /// Bytes the socket accepted from this thread (`write_all` returned).
     written: u64,
+    /// Bytes read from the socket.
+    read: u64,
     timeout: Duration,
 }
 
@@ -139,20 +288,17 @@ impl TcpChannel {
             s.set_write_timeout(Some(timeout))
         };
         setup(&stream).map_err(ChannelError::Io)?;
-        let reader = stream.try_clone().map_err(ChannelError::Io)?;
         Ok(TcpChannel {
-            writer: stream,
-            reader: BufReader::with_capacity(
-                TCP_BUFFER,
-                CountingReader {
-                    inner: reader,
-                    read: 0,
-                },
-            ),
+            stream,
+            writer: None,
             wbuf: Vec::with_capacity(TCP_BUFFER),
+            rbuf: vec![0u8; READ_BUFFER].into_boxed_slice(),
+            rpos: 0,
+            rlen: 0,
             sent: 0,
             received: 0,
             written: 0,
+            read: 0,
             timeout,
         })
     }
@@ -215,43 +361,98 @@ impl TcpChannel {
         })?;
         TcpChannel::accept(&l, timeout)
     }
+
+    /// Hands the full write buffer to the writer thread (starting it on
+    /// first use).
+    fn push_block(&mut self) -> Result<(), ChannelError> {
+        if self.writer.is_none() {
+            let s = self.stream.try_clone().map_err(ChannelError::Io)?;
+            self.writer = Some(Writer::spawn(s).map_err(ChannelError::Io)?);
+        }
+        if let Some(w) = self.writer.as_mut() {
+            let block = std::mem::take(&mut self.wbuf);
+            self.wbuf = w.push(block, self.timeout)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `data` from this thread, after everything queued before it.
+    fn write_inline(&mut self, data: &[u8]) -> Result<(), ChannelError> {
+        if let Some(w) = self.writer.as_mut() {
+            w.drain();
+            w.check(self.timeout)?;
+        }
+        self.stream
+            .write_all(data)
+            .map_err(|e| map_io(e, self.timeout))?;
+        self.written += data.len() as u64;
+        Ok(())
+    }
+
+    fn fill_from_socket(&mut self, buf: &mut [u8]) -> Result<usize, ChannelError> {
+        loop {
+            match self.stream.read(buf) {
+                Ok(0) => return Err(ChannelError::Closed),
+                Ok(n) => {
+                    self.read += n as u64;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(map_io(e, self.timeout)),
+            }
+        }
+    }
 }
 
 impl Channel for TcpChannel {
-    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
+    fn send(&mut self, mut data: &[u8]) -> Result<(), ChannelError> {
         self.sent += data.len() as u64;
-        if self.wbuf.len() + data.len() > TCP_BUFFER {
-            self.flush()?;
+        while !data.is_empty() {
+            let room = TCP_BUFFER - self.wbuf.len();
+            let k = room.min(data.len());
+            self.wbuf.extend_from_slice(&data[..k]);
+            data = &data[k..];
+            if self.wbuf.len() == TCP_BUFFER {
+                self.push_block()?;
+            }
         }
-        if data.len() >= TCP_BUFFER {
-            self.writer
-                .write_all(data)
-                .map_err(|e| map_io(e, self.timeout))?;
-            self.written += data.len() as u64;
-            Ok(())
-        } else {
-            self.wbuf.extend_from_slice(data);
-            Ok(())
-        }
+        Ok(())
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError> {
-        self.reader
-            .read_exact(buf)
-            .map_err(|e| map_io(e, self.timeout))?;
+        let mut done = 0;
+        while done < buf.len() {
+            if self.rpos < self.rlen {
+                let k = (self.rlen - self.rpos).min(buf.len() - done);
+                buf[done..done + k].copy_from_slice(&self.rbuf[self.rpos..self.rpos + k]);
+                self.rpos += k;
+                done += k;
+            } else if buf.len() - done >= DIRECT_READ {
+                // Nothing buffered and a large read: straight into `buf`.
+                done += self.fill_from_socket(&mut buf[done..])?;
+            } else {
+                let mut rb = std::mem::take(&mut self.rbuf);
+                let n = self.fill_from_socket(&mut rb);
+                self.rbuf = rb;
+                // Consumed either way: a failed read leaves nothing buffered.
+                self.rpos = 0;
+                self.rlen = 0;
+                self.rlen = n?;
+            }
+        }
         self.received += buf.len() as u64;
         Ok(())
     }
 
+    /// Returns when the socket has accepted every byte sent so far: blocks
+    /// queued for the writer thread first, then the rest from this thread
+    /// (a small protocol message on the latency path needs no hand-over).
     fn flush(&mut self) -> Result<(), ChannelError> {
-        if !self.wbuf.is_empty() {
-            let r = self.writer.write_all(&self.wbuf);
-            let n = self.wbuf.len() as u64;
-            self.wbuf.clear();
-            r.map_err(|e| map_io(e, self.timeout))?;
-            self.written += n;
-        }
-        Ok(())
+        let buf = std::mem::take(&mut self.wbuf);
+        let r = self.write_inline(&buf);
+        self.wbuf = buf;
+        self.wbuf.clear();
+        r
     }
 
     fn bytes_sent(&self) -> u64 {
@@ -264,10 +465,22 @@ impl Channel for TcpChannel {
 
     fn wire_bytes_sent(&self) -> u64 {
         self.written
+            + self
+                .writer
+                .as_ref()
+                .map_or(0, |w| w.state.written.load(Ordering::Acquire))
     }
 
     fn wire_bytes_received(&self) -> u64 {
-        self.reader.get_ref().read
+        self.read
+    }
+
+    fn helper_cpu(&self) -> Duration {
+        Duration::from_nanos(
+            self.writer
+                .as_ref()
+                .map_or(0, |w| w.state.cpu_ns.load(Ordering::Acquire)),
+        )
     }
 }
 
@@ -427,11 +640,7 @@ mod tests {
         });
         let mut s = TcpChannel::accept(&l, Duration::from_secs(5)).unwrap();
         s.timeout = Duration::from_millis(200);
-        s.reader
-            .get_ref()
-            .inner
-            .set_read_timeout(Some(s.timeout))
-            .unwrap();
+        s.stream.set_read_timeout(Some(s.timeout)).unwrap();
         let mut buf = vec![0u8; 3 * TCP_BUFFER + 6];
         s.recv(&mut buf).unwrap();
         assert_eq!(buf[buf.len() - 1], b'x');
@@ -439,11 +648,83 @@ mod tests {
         let mut one = [0u8; 1];
         assert!(matches!(s.recv(&mut one), Err(ChannelError::Timeout(_))));
         t.join().unwrap();
-        s.reader
-            .get_ref()
-            .inner
+        s.stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         assert!(matches!(s.recv(&mut one), Err(ChannelError::Closed)));
+    }
+
+    /// A TCP pair on loopback: (accepted, connected).
+    fn tcp_pair(timeout: Duration) -> (TcpChannel, TcpChannel) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let t = std::thread::spawn(move || TcpChannel::connect(&addr, timeout).unwrap());
+        let a = TcpChannel::accept(&l, timeout).unwrap();
+        (a, t.join().unwrap())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+        /// Messages of any size (through the write buffer, the writer thread,
+        /// the read-ahead buffer and direct reads) arrive whole and in order,
+        /// with exact counters after `flush`.
+        #[test]
+        fn tcp_messages_arrive_in_order(
+            sizes in proptest::collection::vec(
+                proptest::prop_oneof![1usize..64, 1usize..40_000, 1usize..700_000],
+                1..12,
+            ),
+            flush_every in 1usize..4,
+        ) {
+            let (mut a, mut b) = tcp_pair(Duration::from_secs(10));
+            let msgs: Vec<Vec<u8>> = sizes
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| (0..n).map(|i| (i * 31 + k * 7) as u8).collect())
+                .collect();
+            let want = msgs.clone();
+            let t = std::thread::spawn(move || {
+                let mut got = Vec::new();
+                for m in &want {
+                    let mut buf = vec![0u8; m.len()];
+                    b.recv(&mut buf).unwrap();
+                    got.push(buf);
+                }
+                b.send(b"done").unwrap();
+                b.flush().unwrap();
+                (got == want, b.bytes_received(), b.wire_bytes_received())
+            });
+            for (k, m) in msgs.iter().enumerate() {
+                a.send(m).unwrap();
+                if k % flush_every == 0 {
+                    a.flush().unwrap();
+                }
+            }
+            a.flush().unwrap();
+            let total: u64 = msgs.iter().map(|m| m.len() as u64).sum();
+            proptest::prop_assert_eq!((a.bytes_sent(), a.wire_bytes_sent()), (total, total));
+            let mut done = [0u8; 4];
+            a.recv(&mut done).unwrap();
+            let (same, got, wire) = t.join().unwrap();
+            proptest::prop_assert!(same);
+            proptest::prop_assert_eq!((got, wire), (total, total));
+        }
+    }
+
+    #[test]
+    fn tcp_writer_thread_reports_a_closed_peer() {
+        let (mut a, b) = tcp_pair(Duration::from_secs(5));
+        drop(b);
+        let block = vec![1u8; TCP_BUFFER];
+        // The first blocks may fit in the socket buffers; within a few MiB
+        // the writer thread's error (reset or broken pipe) comes back.
+        let mut err = None;
+        for _ in 0..64 {
+            if let Err(e) = a.send(&block).and_then(|()| a.flush()) {
+                err = Some(e);
+                break;
+            }
+        }
+        assert!(matches!(err, Some(ChannelError::Closed)), "{err:?}");
     }
 }

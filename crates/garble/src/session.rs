@@ -2,12 +2,13 @@
 //! one or many evaluations of the same circuit ("bulk" mode), outputs
 //! decoded for both parties, and a stage breakdown.
 //!
-//! Protocol (after both sides compile the circuit):
+//! Protocol of one computation (after both sides compile the circuit):
 //!
-//! 1. Init: the garbler sends `MAGIC`, the circuit digest and the number of
-//!    evaluations; the evaluator checks all three and echoes them.
-//! 2. OT Init: 128 Chou-Orlandi base OTs seed the IKNP extension (once per
-//!    session).
+//! 1. Init: the garbler sends `MAGIC`, the circuit digest, the number of
+//!    evaluations and the computation's index in the session (56 bytes); the
+//!    evaluator checks all four and echoes them.
+//! 2. OT Init: 128 Chou-Orlandi base OTs seed the IKNP extension, in the
+//!    first computation of a session only.
 //! 3. Peer Inputs: the evaluator gets the labels of all its input bits, for
 //!    all evaluations at once, by correlated OT extension (16 + 16 bytes per
 //!    bit); then, per evaluation, the garbler sends its 16-byte input labels.
@@ -19,17 +20,40 @@
 //!    waits for the evaluator inside the loop, nor flushes its channel
 //!    there: in bulk mode the two run as a pipeline.
 //!
+//! [`run_garbler`]/[`run_evaluator`] run a session of one computation.
+//! [`GarblerSession`]/[`EvaluatorSession`] run any number of computations
+//! (any circuits) over one connection and pay for the base OTs once.
+//!
 //! One global offset `R` serves the whole session; gate tweaks and OT indices
-//! keep counting across evaluations, so no hash input repeats. Semi-honest
-//! security: bytes from the peer are checked for framing (magic, digest,
-//! counts, curve points) and never trusted for memory sizes, but a malicious
-//! peer can make the outputs wrong.
-
+//! keep counting across evaluations and computations, so no hash input
+//! repeats. Semi-honest security: bytes from the peer are checked for framing
+//! (magic, digest, counts, computation index, curve points) and never trusted
+//! for memory sizes, but a malicious peer can make the outputs wrong.
+//!
+//! # Why reusing the OT set-up is sound (semi-honest)
+//!
+//! IKNP (Ishai, Kilian, Nissim, Petrank, CRYPTO 2003, section 3) turns `k`
+//! base OTs into any polynomial number `m` of OTs: the base OTs only seed
+//! `k` PRGs, and each extended OT `i` uses row `i` of the PRG output
+//! matrix and the correlation-robust hash at index `i`. Running the
+//! extension in batches, one per computation, is the same protocol as one
+//! extension of the concatenated batches: the PRGs continue where the last
+//! batch stopped (no PRG output is used twice) and the hash index continues
+//! from a session counter (the `OT_TWEAK` range, disjoint from gate tweaks),
+//! so the simulator of the single long extension covers every batch. Keeping
+//! `R` across computations is what bulk mode already does: half-gates (Zahur,
+//! Rosulek, Evans, EUROCRYPT 2015) is secure for any number of gates under
+//! one `R` provided every hash call has a fresh tweak, which the session-wide
+//! gate counter guarantees; several computations are, to the evaluator, one
+//! larger circuit whose outputs it decodes in parts. What a session must not
+//! do, and does not: restart either counter, or reuse a session after a
+//! computation failed part-way (its state is then unknown; `run` refuses).
+//!
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::channel::{Channel, ChannelError};
+use crate::channel::{Channel, ChannelError, thread_cpu};
 use crate::circuit::{
     Circuit, GateKind, InputLengthError, Party, Stats, bits_from_bytes, bytes_from_bits,
 };
@@ -39,7 +63,12 @@ use crate::ot::{IknpReceiver, IknpSender, OtError};
 use crate::program::Program;
 
 /// Protocol magic and version.
-pub const MAGIC: [u8; 8] = *b"CCGC\x00\x01\x00\x00";
+pub const MAGIC: [u8; 8] = *b"CCGC\x00\x02\x00\x00";
+
+/// Bytes of the header each party sends per computation: [`MAGIC`], the
+/// circuit digest, the number of evaluations and the computation's index in
+/// the session.
+pub const HEADER_BYTES: usize = 56;
 
 /// Which side of the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -130,6 +159,13 @@ pub struct SessionReport {
     pub table_bytes: u64,
     /// Wall time of the whole session.
     pub total: Duration,
+    /// CPU time this party spent in the session: its own thread and the
+    /// channel's helper thread (the writer). Against [`SessionReport::total`]
+    /// it says how busy the party was, whatever else ran on the machine.
+    pub busy: Duration,
+    /// Time of [`Program::compile`] (part of the Load stage; zero for
+    /// generated circuits, which are not compiled).
+    pub compile: Duration,
     /// Total bytes this party's protocol sent.
     pub bytes_sent: u64,
     /// Total bytes this party's protocol received.
@@ -323,11 +359,11 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
 /// What each party of a session must write to its transport, in bytes, derived from the
 /// protocol's messages and the circuit alone: `(garbler, evaluator)` for `n` evaluations.
 ///
-/// Garbler: the 48-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
+/// Garbler: the 56-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
 /// receiver); 16 bytes per evaluator input bit for the correlated OT extension; and per
 /// evaluation 16 bytes per garbler input bit (its labels), 32 bytes per AND gate (two
 /// half-gate ciphertexts) and one output-decoding bit per output wire, in whole bytes.
-/// Evaluator: the 48-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
+/// Evaluator: the 56-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
 /// 128 evaluator input bits (rounded up) per base OT; and the outputs, in whole bytes per
 /// evaluation. A session's measured socket counters are checked against these.
 pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
@@ -342,23 +378,30 @@ pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
     } else {
         (16 * m, 16 * m.div_ceil(128) * kappa)
     };
-    let garbler = 48 + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out);
-    let evaluator = 48 + 32 + ot_evaluator + n * out;
+    let hdr = HEADER_BYTES as u64;
+    let garbler = hdr + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out);
+    let evaluator = hdr + 32 + ot_evaluator + n * out;
     (garbler, evaluator)
 }
 
-fn header(prog: &Program, n: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(48);
+fn header(prog: &Program, n: u64, seq: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(HEADER_BYTES);
     h.extend_from_slice(&MAGIC);
     h.extend_from_slice(&prog.digest());
     h.extend_from_slice(&n.to_le_bytes());
+    h.extend_from_slice(&seq.to_le_bytes());
     h
 }
 
-fn check_header(prog: &Program, n: u64, got: &[u8; 48]) -> Result<(), SessionError> {
+fn check_header(
+    prog: &Program,
+    n: u64,
+    seq: u64,
+    got: &[u8; HEADER_BYTES],
+) -> Result<(), SessionError> {
     if got[..8] != MAGIC {
         return Err(SessionError::Protocol(
-            "bad magic: the peer is not a ccbench garble peer",
+            "bad magic: the peer is not a ccbench garble peer of this version",
         ));
     }
     if got[8..40] != prog.digest() {
@@ -370,9 +413,40 @@ fn check_header(prog: &Program, n: u64, got: &[u8; 48]) -> Result<(), SessionErr
     if peer != n {
         return Err(SessionError::EvaluationCount { ours: n, peer });
     }
+    b.copy_from_slice(&got[48..56]);
+    if u64::from_le_bytes(b) != seq {
+        return Err(SessionError::Protocol(
+            "the peer is at another computation of the session (set-up reused on one side only)",
+        ));
+    }
     Ok(())
 }
 
+/// Where a party's clocks started: wall time, its thread's CPU time and its
+/// channel's helper CPU time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clocks {
+    pub(crate) wall: Instant,
+    cpu: Duration,
+    helper: Duration,
+}
+
+impl Clocks {
+    pub(crate) fn start<C: Channel>(ch: &C) -> Clocks {
+        Clocks {
+            wall: Instant::now(),
+            cpu: thread_cpu(),
+            helper: ch.helper_cpu(),
+        }
+    }
+
+    /// CPU time spent since the start.
+    pub(crate) fn busy<C: Channel>(&self, ch: &C) -> Duration {
+        thread_cpu().saturating_sub(self.cpu) + ch.helper_cpu().saturating_sub(self.helper)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn report(
     role: Role,
     prog: &Program,
@@ -381,6 +455,8 @@ fn report(
     stages: Stages,
     t0: Instant,
     moved: Counters,
+    busy: Duration,
+    compile: Duration,
 ) -> SessionReport {
     SessionReport {
         role,
@@ -391,6 +467,8 @@ fn report(
         label_slots: prog.num_slots(),
         table_bytes: prog.and_gates() * gc::TABLE_BYTES as u64 * n,
         total: t0.elapsed(),
+        busy,
+        compile,
         bytes_sent: moved.sent,
         bytes_received: moved.received,
         wire_bytes_sent: moved.wire_sent,
@@ -399,157 +477,338 @@ fn report(
 }
 
 /// Runs the garbler: one evaluation per element of `inputs` (the garbler's
-/// input bits for that evaluation).
+/// input bits for that evaluation). A session of one computation: see
+/// [`GarblerSession`] to run more on the same connection without a second
+/// OT set-up.
 pub fn run_garbler<C: Channel>(
     ch: &mut C,
     circuit: &Circuit,
     inputs: &[Vec<bool>],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    let t0 = Instant::now();
-    let c0 = Counters::of(ch);
-    let mut st = Stages::new();
-    st.enter(Stage::Load, ch);
-    let hasher = Hasher::with_backend(opts.backend)?;
-    check_inputs(inputs, Party::Garbler, circuit.garbler_input_bits())?;
-    let prog = Program::compile(circuit);
-    let n = inputs.len() as u64;
+    GarblerSession::new(opts)?.run(ch, circuit, inputs)
+}
 
-    st.enter(Stage::Init, ch);
-    ch.send(&header(&prog, n))?;
-    ch.flush()?;
-    let mut ack = [0u8; 48];
-    ch.recv(&mut ack)?;
-    check_header(&prog, n, &ack)?;
-    let mut prg = Prg::from_os()?;
-    let mut delta = prg.block();
-    delta.0 |= 1;
-    let mut labels = vec![Block::ZERO; prog.label_capacity()];
+/// The garbler's side of a session that runs several computations (any
+/// circuits, each one or many evaluations) over one connection, with one OT
+/// set-up: the base OTs run in the first computation only, and every later
+/// one extends the same IKNP instance (see the module documentation for why
+/// that is sound). A computation that fails leaves the session unusable.
+pub struct GarblerSession {
+    hasher: Hasher,
+    prg: Prg,
+    delta: Block,
+    ot: Option<IknpSender>,
+    /// AND gates garbled so far in the session: the gate tweaks.
+    counter: u64,
+    /// Computations started.
+    seq: u64,
+    failed: bool,
+}
 
-    st.enter(Stage::OtInit, ch);
-    let mut ot = IknpSender::setup(ch, &mut prg)?;
-
-    // Peer inputs, evaluator side: one OT extension for all evaluations, so
-    // that the garbler never waits for the evaluator inside the loop.
-    st.enter(Stage::PeerInputs, ch);
-    let ebits = prog.evaluator_input_bits();
-    let all_l0 = ot.send_correlated(ch, &hasher, delta, ebits * inputs.len())?;
-
-    let mut counter = 0u64;
-    let out_bytes = prog.output_bits().div_ceil(8);
-    for (k, x) in inputs.iter().enumerate() {
-        st.enter(Stage::PeerInputs, ch);
-        let mut msg = Vec::with_capacity(16 * x.len());
-        for (&s, &bit) in prog.garbler_inputs.iter().zip(x) {
-            let l0 = prg.block();
-            labels[s as usize] = l0;
-            msg.extend_from_slice(&(l0 ^ delta.select(bit)).to_bytes());
-        }
-        ch.send(&msg)?;
-        for (&s, &l0) in prog.evaluator_inputs.iter().zip(&all_l0[k * ebits..]) {
-            labels[s as usize] = l0;
-        }
-
-        st.enter(Stage::Garble, ch);
-        gc::garble(&prog, &hasher, delta, &mut labels, &mut counter, &mut |b| {
-            ch.send(b)
-        })?;
-
-        st.enter(Stage::Result, ch);
-        ch.send(&bytes_from_bits(&gc::decode_bits(&prog, &labels)))?;
-        // No flush per evaluation: the channel writes whenever its buffer
-        // fills (every few evaluations in bulk mode), which costs fewer
-        // system calls and wake-ups than one write per evaluation.
+impl std::fmt::Debug for GarblerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GarblerSession(computations: {}, ..)", self.seq)
     }
-    // The evaluator sends every evaluation's outputs at the end.
-    st.enter(Stage::Result, ch);
-    ch.flush()?;
-    let mut out = vec![0u8; out_bytes * inputs.len()];
-    ch.recv(&mut out)?;
-    let outputs: Vec<Vec<bool>> = (0..inputs.len())
-        .map(|k| bits_from_bytes(&out[k * out_bytes..(k + 1) * out_bytes], prog.output_bits()))
-        .collect();
-    st.close(ch);
-    let moved = Counters::of(ch).since(c0);
-    Ok(SessionOutput {
-        outputs,
-        report: report(Role::Garbler, &prog, n, hasher.backend(), st, t0, moved),
-    })
+}
+
+impl GarblerSession {
+    /// A session with fresh randomness (the global offset `R`).
+    pub fn new(opts: &SessionOptions) -> Result<GarblerSession, SessionError> {
+        let hasher = Hasher::with_backend(opts.backend)?;
+        let mut prg = Prg::from_os()?;
+        let mut delta = prg.block();
+        delta.0 |= 1;
+        Ok(GarblerSession {
+            hasher,
+            prg,
+            delta,
+            ot: None,
+            counter: 0,
+            seq: 0,
+            failed: false,
+        })
+    }
+
+    /// Computations run (or started) so far.
+    pub fn computations(&self) -> u64 {
+        self.seq
+    }
+
+    /// Runs one computation: one evaluation of `circuit` per element of
+    /// `inputs`. The OT Init stage is empty after the first computation.
+    pub fn run<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        circuit: &Circuit,
+        inputs: &[Vec<bool>],
+    ) -> Result<SessionOutput, SessionError> {
+        if self.failed {
+            return Err(SessionError::Protocol(
+                "an earlier computation of this session failed",
+            ));
+        }
+        self.failed = true;
+        let seq = self.seq;
+        self.seq += 1;
+        let out = self.run_once(ch, circuit, inputs, seq)?;
+        self.failed = false;
+        Ok(out)
+    }
+
+    fn run_once<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        circuit: &Circuit,
+        inputs: &[Vec<bool>],
+        seq: u64,
+    ) -> Result<SessionOutput, SessionError> {
+        let clocks = Clocks::start(ch);
+        let t0 = clocks.wall;
+        let c0 = Counters::of(ch);
+        let mut st = Stages::new();
+        st.enter(Stage::Load, ch);
+        let (hasher, delta) = (&self.hasher, self.delta);
+        check_inputs(inputs, Party::Garbler, circuit.garbler_input_bits())?;
+        let tc = Instant::now();
+        let prog = Program::compile(circuit);
+        let compile = tc.elapsed();
+        let n = inputs.len() as u64;
+
+        st.enter(Stage::Init, ch);
+        ch.send(&header(&prog, n, seq))?;
+        ch.flush()?;
+        let mut ack = [0u8; HEADER_BYTES];
+        ch.recv(&mut ack)?;
+        check_header(&prog, n, seq, &ack)?;
+        let prg = &mut self.prg;
+        let mut labels = vec![Block::ZERO; prog.label_capacity()];
+
+        st.enter(Stage::OtInit, ch);
+        if self.ot.is_none() {
+            self.ot = Some(IknpSender::setup(ch, prg)?);
+        }
+        let ot = self
+            .ot
+            .as_mut()
+            .ok_or(SessionError::Protocol("no OT set-up"))?;
+
+        // Peer inputs, evaluator side: one OT extension for all evaluations, so
+        // that the garbler never waits for the evaluator inside the loop.
+        st.enter(Stage::PeerInputs, ch);
+        let ebits = prog.evaluator_input_bits();
+        let all_l0 = ot.send_correlated(ch, hasher, delta, ebits * inputs.len())?;
+
+        let counter = &mut self.counter;
+        let out_bytes = prog.output_bits().div_ceil(8);
+        for (k, x) in inputs.iter().enumerate() {
+            st.enter(Stage::PeerInputs, ch);
+            let mut msg = Vec::with_capacity(16 * x.len());
+            for (&s, &bit) in prog.garbler_inputs.iter().zip(x) {
+                let l0 = prg.block();
+                labels[s as usize] = l0;
+                msg.extend_from_slice(&(l0 ^ delta.select(bit)).to_bytes());
+            }
+            ch.send(&msg)?;
+            for (&s, &l0) in prog.evaluator_inputs.iter().zip(&all_l0[k * ebits..]) {
+                labels[s as usize] = l0;
+            }
+
+            st.enter(Stage::Garble, ch);
+            gc::garble(&prog, hasher, delta, &mut labels, counter, &mut |b| {
+                ch.send(b)
+            })?;
+
+            st.enter(Stage::Result, ch);
+            ch.send(&bytes_from_bits(&gc::decode_bits(&prog, &labels)))?;
+            // No flush per evaluation: the channel writes whenever its buffer
+            // fills (every few evaluations in bulk mode), which costs fewer
+            // system calls and wake-ups than one write per evaluation.
+        }
+        // The evaluator sends every evaluation's outputs at the end.
+        st.enter(Stage::Result, ch);
+        ch.flush()?;
+        let mut out = vec![0u8; out_bytes * inputs.len()];
+        ch.recv(&mut out)?;
+        let outputs: Vec<Vec<bool>> = (0..inputs.len())
+            .map(|k| bits_from_bytes(&out[k * out_bytes..(k + 1) * out_bytes], prog.output_bits()))
+            .collect();
+        st.close(ch);
+        let moved = Counters::of(ch).since(c0);
+        Ok(SessionOutput {
+            outputs,
+            report: report(
+                Role::Garbler,
+                &prog,
+                n,
+                hasher.backend(),
+                st,
+                t0,
+                moved,
+                clocks.busy(ch),
+                compile,
+            ),
+        })
+    }
 }
 
 /// Runs the evaluator: one evaluation per element of `inputs` (the
-/// evaluator's input bits for that evaluation).
+/// evaluator's input bits for that evaluation). A session of one
+/// computation: see [`EvaluatorSession`].
 pub fn run_evaluator<C: Channel>(
     ch: &mut C,
     circuit: &Circuit,
     inputs: &[Vec<bool>],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    let t0 = Instant::now();
-    let c0 = Counters::of(ch);
-    let mut st = Stages::new();
-    st.enter(Stage::Load, ch);
-    let hasher = Hasher::with_backend(opts.backend)?;
-    check_inputs(inputs, Party::Evaluator, circuit.evaluator_input_bits())?;
-    let prog = Program::compile(circuit);
-    let n = inputs.len() as u64;
+    EvaluatorSession::new(opts)?.run(ch, circuit, inputs)
+}
 
-    st.enter(Stage::Init, ch);
-    let mut hdr = [0u8; 48];
-    ch.recv(&mut hdr)?;
-    check_header(&prog, n, &hdr)?;
-    ch.send(&header(&prog, n))?;
-    ch.flush()?;
-    let mut prg = Prg::from_os()?;
-    let mut labels = vec![Block::ZERO; prog.label_capacity()];
+/// The evaluator's side of a session of several computations (see
+/// [`GarblerSession`]).
+pub struct EvaluatorSession {
+    hasher: Hasher,
+    prg: Prg,
+    ot: Option<IknpReceiver>,
+    counter: u64,
+    seq: u64,
+    failed: bool,
+}
 
-    st.enter(Stage::OtInit, ch);
-    let mut ot = IknpReceiver::setup(ch, &mut prg)?;
-
-    st.enter(Stage::PeerInputs, ch);
-    let ebits = prog.evaluator_input_bits();
-    let all_choices: Vec<bool> = inputs.iter().flatten().copied().collect();
-    let mine = ot.receive_correlated(ch, &hasher, &all_choices)?;
-
-    let mut counter = 0u64;
-    let mut outputs = Vec::with_capacity(inputs.len());
-    let gbits = prog.garbler_input_bits();
-    let mut glabels = vec![0u8; 16 * gbits];
-    let mut dbytes = vec![0u8; prog.output_bits().div_ceil(8)];
-    let mut out_msg = Vec::with_capacity(dbytes.len() * inputs.len());
-    for k in 0..inputs.len() {
-        st.enter(Stage::PeerInputs, ch);
-        ch.recv(&mut glabels)?;
-        for (i, &s) in prog.garbler_inputs.iter().enumerate() {
-            let mut b = [0u8; 16];
-            b.copy_from_slice(&glabels[16 * i..16 * i + 16]);
-            labels[s as usize] = Block::from_bytes(b);
-        }
-        for (&s, &l) in prog.evaluator_inputs.iter().zip(&mine[k * ebits..]) {
-            labels[s as usize] = l;
-        }
-
-        st.enter(Stage::Garble, ch);
-        gc::evaluate(&prog, &hasher, &mut labels, &mut counter, &mut |b| {
-            ch.recv(b)
-        })?;
-
-        st.enter(Stage::Result, ch);
-        ch.recv(&mut dbytes)?;
-        let d = bits_from_bytes(&dbytes, prog.output_bits());
-        let out = gc::decode(&prog, &labels, &d);
-        out_msg.extend_from_slice(&bytes_from_bits(&out));
-        outputs.push(out);
+impl std::fmt::Debug for EvaluatorSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EvaluatorSession(computations: {}, ..)", self.seq)
     }
-    // Outputs go back in one message at the end: sending them inside the
-    // loop could fill both socket buffers while the garbler is still writing.
-    st.enter(Stage::Result, ch);
-    ch.send(&out_msg)?;
-    ch.flush()?;
-    st.close(ch);
-    let moved = Counters::of(ch).since(c0);
-    Ok(SessionOutput {
-        outputs,
-        report: report(Role::Evaluator, &prog, n, hasher.backend(), st, t0, moved),
-    })
+}
+
+impl EvaluatorSession {
+    /// A session with fresh randomness.
+    pub fn new(opts: &SessionOptions) -> Result<EvaluatorSession, SessionError> {
+        Ok(EvaluatorSession {
+            hasher: Hasher::with_backend(opts.backend)?,
+            prg: Prg::from_os()?,
+            ot: None,
+            counter: 0,
+            seq: 0,
+            failed: false,
+        })
+    }
+
+    /// Computations run (or started) so far.
+    pub fn computations(&self) -> u64 {
+        self.seq
+    }
+
+    /// Runs one computation: one evaluation of `circuit` per element of
+    /// `inputs`.
+    pub fn run<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        circuit: &Circuit,
+        inputs: &[Vec<bool>],
+    ) -> Result<SessionOutput, SessionError> {
+        if self.failed {
+            return Err(SessionError::Protocol(
+                "an earlier computation of this session failed",
+            ));
+        }
+        self.failed = true;
+        let seq = self.seq;
+        self.seq += 1;
+        let out = self.run_once(ch, circuit, inputs, seq)?;
+        self.failed = false;
+        Ok(out)
+    }
+
+    fn run_once<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        circuit: &Circuit,
+        inputs: &[Vec<bool>],
+        seq: u64,
+    ) -> Result<SessionOutput, SessionError> {
+        let clocks = Clocks::start(ch);
+        let t0 = clocks.wall;
+        let c0 = Counters::of(ch);
+        let mut st = Stages::new();
+        st.enter(Stage::Load, ch);
+        let hasher = &self.hasher;
+        check_inputs(inputs, Party::Evaluator, circuit.evaluator_input_bits())?;
+        let tc = Instant::now();
+        let prog = Program::compile(circuit);
+        let compile = tc.elapsed();
+        let n = inputs.len() as u64;
+
+        st.enter(Stage::Init, ch);
+        let mut hdr = [0u8; HEADER_BYTES];
+        ch.recv(&mut hdr)?;
+        check_header(&prog, n, seq, &hdr)?;
+        ch.send(&header(&prog, n, seq))?;
+        ch.flush()?;
+        let mut labels = vec![Block::ZERO; prog.label_capacity()];
+
+        st.enter(Stage::OtInit, ch);
+        if self.ot.is_none() {
+            self.ot = Some(IknpReceiver::setup(ch, &mut self.prg)?);
+        }
+        let ot = self
+            .ot
+            .as_mut()
+            .ok_or(SessionError::Protocol("no OT set-up"))?;
+
+        st.enter(Stage::PeerInputs, ch);
+        let ebits = prog.evaluator_input_bits();
+        let all_choices: Vec<bool> = inputs.iter().flatten().copied().collect();
+        let mine = ot.receive_correlated(ch, hasher, &all_choices)?;
+
+        let counter = &mut self.counter;
+        let mut outputs = Vec::with_capacity(inputs.len());
+        let gbits = prog.garbler_input_bits();
+        let mut glabels = vec![0u8; 16 * gbits];
+        let mut dbytes = vec![0u8; prog.output_bits().div_ceil(8)];
+        let mut out_msg = Vec::with_capacity(dbytes.len() * inputs.len());
+        for k in 0..inputs.len() {
+            st.enter(Stage::PeerInputs, ch);
+            ch.recv(&mut glabels)?;
+            for (i, &s) in prog.garbler_inputs.iter().enumerate() {
+                let mut b = [0u8; 16];
+                b.copy_from_slice(&glabels[16 * i..16 * i + 16]);
+                labels[s as usize] = Block::from_bytes(b);
+            }
+            for (&s, &l) in prog.evaluator_inputs.iter().zip(&mine[k * ebits..]) {
+                labels[s as usize] = l;
+            }
+
+            st.enter(Stage::Garble, ch);
+            gc::evaluate(&prog, hasher, &mut labels, counter, &mut |b| ch.recv(b))?;
+
+            st.enter(Stage::Result, ch);
+            ch.recv(&mut dbytes)?;
+            let d = bits_from_bytes(&dbytes, prog.output_bits());
+            let out = gc::decode(&prog, &labels, &d);
+            out_msg.extend_from_slice(&bytes_from_bits(&out));
+            outputs.push(out);
+        }
+        // Outputs go back in one message at the end: sending them inside the
+        // loop could fill both socket buffers while the garbler is still writing.
+        st.enter(Stage::Result, ch);
+        ch.send(&out_msg)?;
+        ch.flush()?;
+        st.close(ch);
+        let moved = Counters::of(ch).since(c0);
+        Ok(SessionOutput {
+            outputs,
+            report: report(
+                Role::Evaluator,
+                &prog,
+                n,
+                hasher.backend(),
+                st,
+                t0,
+                moved,
+                clocks.busy(ch),
+                compile,
+            ),
+        })
+    }
 }

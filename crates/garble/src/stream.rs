@@ -29,7 +29,7 @@
 //! the digest and the table-byte total.
 
 use std::io::{self, Write};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::channel::{Channel, ChannelError};
 use crate::circuit::{GateKind, InputLengthError, Party, bits_from_bytes, bytes_from_bits};
@@ -38,7 +38,8 @@ use crate::generator::{self, Gen, GenStats, Generator, Sub, W, Word};
 use crate::hash::{Block, Hasher, Prg};
 use crate::ot::{IknpReceiver, IknpSender};
 use crate::session::{
-    Counters, Role, SessionError, SessionOptions, SessionOutput, SessionReport, Stage, Stages,
+    Clocks, Counters, Role, SessionError, SessionOptions, SessionOutput, SessionReport, Stage,
+    Stages,
 };
 
 /// Protocol magic of generated-circuit sessions.
@@ -399,6 +400,7 @@ fn report(
     st: Stages,
     t0: Instant,
     moved: Counters,
+    busy: Duration,
 ) -> SessionReport {
     SessionReport {
         role,
@@ -410,6 +412,8 @@ fn report(
         label_slots: 0,
         table_bytes: stats.stats.count(GateKind::And) * TABLE_BYTES as u64,
         total: t0.elapsed(),
+        busy,
+        compile: Duration::ZERO,
         bytes_sent: moved.sent,
         bytes_received: moved.received,
         wire_bytes_sent: moved.wire_sent,
@@ -426,7 +430,8 @@ pub fn run_garbler<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    let t0 = Instant::now();
+    let clocks = Clocks::start(ch);
+    let t0 = clocks.wall;
     let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
@@ -476,7 +481,15 @@ pub fn run_garbler<C: Channel, G: Generator>(
     let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs: vec![outputs],
-        report: report(Role::Garbler, &stats, &hasher, st, t0, moved),
+        report: report(
+            Role::Garbler,
+            &stats,
+            &hasher,
+            st,
+            t0,
+            moved,
+            clocks.busy(ch),
+        ),
     })
 }
 
@@ -487,7 +500,8 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    let t0 = Instant::now();
+    let clocks = Clocks::start(ch);
+    let t0 = clocks.wall;
     let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
@@ -551,7 +565,15 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs: vec![outputs],
-        report: report(Role::Evaluator, &stats, &hasher, st, t0, moved),
+        report: report(
+            Role::Evaluator,
+            &stats,
+            &hasher,
+            st,
+            t0,
+            moved,
+            clocks.busy(ch),
+        ),
     })
 }
 

@@ -9,7 +9,10 @@ use garble::circuit::bits_from_bytes;
 use garble::gc;
 use garble::hash::{Backend, Hasher, Prg};
 use garble::program::Program;
-use garble::session::{SessionError, SessionOptions, Stage, run_evaluator, run_garbler};
+use garble::session::{
+    EvaluatorSession, GarblerSession, HEADER_BYTES, SessionError, SessionOptions, Stage,
+    run_evaluator, run_garbler,
+};
 use garble::{Bit, Builder, Circuit, Party, library};
 use proptest::prelude::*;
 
@@ -217,7 +220,7 @@ fn tcp_wire_bytes_are_exact() {
         assert_eq!(g.stage(Stage::Garble).bytes_received, 0);
         assert_eq!(e.stage(Stage::Garble).bytes_received, 32 * and * n);
         assert_eq!(e.stage(Stage::Garble).bytes_sent, 0);
-        assert_eq!(g.stage(Stage::Init).bytes_sent, 48);
+        assert_eq!(g.stage(Stage::Init).bytes_sent, HEADER_BYTES as u64);
         assert_eq!(g.stage(Stage::PeerInputs).bytes_sent, n * 16 * (gb + eb));
         assert_eq!(g.stage(Stage::PeerInputs).bytes_received, n * 16 * eb);
         assert_eq!(g.stage(Stage::Result).bytes_sent, n * out);
@@ -225,7 +228,7 @@ fn tcp_wire_bytes_are_exact() {
         let ot = g.stage(Stage::OtInit).bytes_sent;
         assert_eq!(
             g.bytes_sent,
-            48 + ot + n * (16 * (gb + eb) + 32 * and + out),
+            HEADER_BYTES as u64 + ot + n * (16 * (gb + eb) + 32 * and + out),
             "nothing else is sent"
         );
         assert_eq!(g.bytes_sent, e.bytes_received);
@@ -303,7 +306,7 @@ fn disconnect_mid_stream_is_an_error_on_both_sides() {
 fn garbage_and_mismatch_are_typed_errors() {
     // Garbage instead of a header.
     let (mut a, mut b) = mem_pair(Duration::from_secs(5));
-    a.send(&[0x42; 48]).unwrap();
+    a.send(&[0x42; HEADER_BYTES]).unwrap();
     a.flush().unwrap();
     let r = run_evaluator(
         &mut b,
@@ -354,4 +357,94 @@ fn garbage_and_mismatch_are_typed_errors() {
         &SessionOptions::default(),
     );
     assert!(matches!(r, Err(SessionError::Input { .. })), "{r:?}");
+}
+
+/// One session, three computations (two circuits, one of them in bulk): the
+/// base OTs run once, every output matches plain evaluation on both sides,
+/// and later computations move no base-OT byte.
+#[test]
+fn a_session_reuses_its_ot_set_up() {
+    let aes = library::aes128();
+    let mul = library::mul(12);
+    let mut prg = Prg::from_seed([0x51; 16]);
+    type Job = (Circuit, Vec<Vec<bool>>, Vec<Vec<bool>>);
+    let jobs: Vec<Job> = [(&aes, 1), (&mul, 3), (&aes, 2)]
+        .iter()
+        .map(|&(c, n)| {
+            let g = (0..n)
+                .map(|_| random_bits(&mut prg, c.garbler_input_bits()))
+                .collect();
+            let e = (0..n)
+                .map(|_| random_bits(&mut prg, c.evaluator_input_bits()))
+                .collect();
+            (c.clone(), g, e)
+        })
+        .collect();
+    let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+    let ejobs = jobs.clone();
+    let t = std::thread::spawn(move || {
+        let mut s = EvaluatorSession::new(&SessionOptions::default()).unwrap();
+        let outs: Vec<_> = ejobs
+            .iter()
+            .map(|(c, _, e)| s.run(&mut b, c, e).unwrap())
+            .collect();
+        assert_eq!(s.computations(), 3);
+        outs
+    });
+    let mut s = GarblerSession::new(&SessionOptions::default()).unwrap();
+    let gouts: Vec<_> = jobs
+        .iter()
+        .map(|(c, g, _)| s.run(&mut a, c, g).unwrap())
+        .collect();
+    let eouts = t.join().unwrap();
+    for (k, ((c, g, e), (go, eo))) in jobs.iter().zip(gouts.iter().zip(&eouts)).enumerate() {
+        for i in 0..g.len() {
+            let want = c.eval(&g[i], &e[i]).unwrap();
+            assert_eq!(go.outputs[i], want, "computation {k}, evaluation {i}");
+            assert_eq!(eo.outputs[i], want, "computation {k}, evaluation {i}");
+        }
+        let ot = go.report.stage(Stage::OtInit);
+        if k == 0 {
+            assert_eq!(ot.bytes_sent, 32 * 128);
+        } else {
+            assert_eq!((ot.bytes_sent, ot.bytes_received), (0, 0));
+            assert_eq!(eo.report.stage(Stage::OtInit).bytes_sent, 0);
+        }
+    }
+}
+
+/// A garbler that reuses its session against an evaluator that started a
+/// new one: a typed error on both sides, no hang.
+#[test]
+fn reuse_on_one_side_only_is_a_typed_error() {
+    let c = library::mul(8);
+    let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+    let t = std::thread::spawn(move || {
+        let opts = SessionOptions::default();
+        let first =
+            EvaluatorSession::new(&opts)
+                .unwrap()
+                .run(&mut b, &library::mul(8), &[vec![true; 8]]);
+        assert!(first.is_ok(), "{first:?}");
+        // A fresh session where the garbler continues its old one.
+        EvaluatorSession::new(&opts)
+            .unwrap()
+            .run(&mut b, &library::mul(8), &[vec![true; 8]])
+    });
+    let mut s = GarblerSession::new(&SessionOptions::default()).unwrap();
+    s.run(&mut a, &c, &[vec![false; 8]]).unwrap();
+    let g = s.run(&mut a, &c, &[vec![false; 8]]);
+    let e = t.join().unwrap();
+    // The evaluator checks first and hangs up: the garbler sees it close.
+    assert!(matches!(e, Err(SessionError::Protocol(_))), "{e:?}");
+    assert!(
+        matches!(
+            g,
+            Err(SessionError::Protocol(_) | SessionError::Channel(ChannelError::Closed))
+        ),
+        "{g:?}"
+    );
+    // And a failed session stays failed.
+    let g = s.run(&mut a, &c, &[vec![false; 8]]);
+    assert!(matches!(g, Err(SessionError::Protocol(_))), "{g:?}");
 }

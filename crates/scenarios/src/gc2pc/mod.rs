@@ -31,8 +31,8 @@ use measure::stages::Stages;
 
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
-pub use self::peer::two_party;
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
+pub use self::peer::{TwoParty, two_party, two_party_both};
 pub(crate) use self::peer::{run_child_if, spec_fields, spec_text, with_evaluator};
 use crate::{At, Context, Preset, Scenario, ScenarioError};
 
@@ -201,9 +201,28 @@ impl Gc2pc {
         let plain = plain_m.summary.median_ns;
         ctx.progress().advance(1);
 
+        // Compiling the circuit (schedule, slots, digest): part of every session's Load
+        // stage, measured on its own.
+        ctx.check_cancel()?;
+        let runs = plan.runs.min(9);
+        let mut compile_ns = Vec::with_capacity(runs);
+        let mut prog = None;
+        for _ in 0..runs {
+            let t = std::time::Instant::now();
+            let p = Program::compile(&c);
+            compile_ns.push(t.elapsed().as_nanos() as f64);
+            prog = Some(p);
+        }
+        let prog = prog.unwrap_or_else(|| Program::compile(&c));
+        let s = Samples {
+            iters_per_sample: 1,
+            per_iter_ns: compile_ns,
+            overhead_ns: None,
+        };
+        ctx.emit_samples(NAME, "gc", p(), "compile", s, None)?;
+
         // Garbling alone, no network.
         ctx.check_cancel()?;
-        let prog = Program::compile(&c);
         let reps = (plan.gates as u64 / and.max(1)).clamp(1, 1 << 16) as usize;
         let mut per_eval = Vec::with_capacity(plan.runs);
         for _ in 0..plan.runs {
@@ -223,9 +242,13 @@ impl Gc2pc {
         let mut totals = Vec::with_capacity(plan.sessions);
         // The garbler's socket counters against what the protocol's messages predict.
         let mut wire = WireBytes::default();
+        let mut busy = [Vec::new(), Vec::new()];
         for _ in 0..plan.sessions {
             ctx.check_cancel()?;
-            let r = two_party(name, &c, &gi, &ei, 1)?;
+            let both = two_party_both(name, &c, &gi, &ei, 1)?;
+            busy[0].push(both.garbler.busy.as_nanos() as f64);
+            busy[1].push(both.evaluator_busy.as_nanos() as f64);
+            let r = both.garbler;
             add_stages(&mut stages, &r);
             totals.push(r.total.as_nanos() as f64);
             let expected = garble::session::expected_wire_bytes(&c, 1).0;
@@ -244,6 +267,7 @@ impl Gc2pc {
         };
         let single_m = ctx.emit_measurement(NAME, "2pc", p(), "session", s, None)?;
         let single = single_m.summary.median_ns;
+        emit_busy(ctx, p(), "session", busy, 1)?;
         let min = costs.garble_ns(&stats) * plan.sessions as f64;
         let breakdown = stages.finish(
             &format!("2pc {name}"),
@@ -264,9 +288,13 @@ impl Gc2pc {
         let mut per_eval = Vec::with_capacity(plan.bulk_sessions);
         let mut stages = Stages::new();
         let mut total = 0.0;
+        let mut busy = [Vec::new(), Vec::new()];
         for _ in 0..plan.bulk_sessions {
             ctx.check_cancel()?;
-            let r = two_party(name, &c, &gi, &ei, evals)?;
+            let both = two_party_both(name, &c, &gi, &ei, evals)?;
+            busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
+            busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
+            let r = both.garbler;
             add_stages(&mut stages, &r);
             total += r.total.as_nanos() as f64;
             per_eval.push(r.total.as_nanos() as f64 / evals as f64);
@@ -280,6 +308,7 @@ impl Gc2pc {
         bp.insert("evaluations".into(), evals.into());
         let bulk_m = ctx.emit_measurement(NAME, "2pc", bp.clone(), "session-bulk", s, None)?;
         let bulk = bulk_m.summary.median_ns;
+        emit_busy(ctx, bp.clone(), "session-bulk", busy, evals)?;
         if name == HEADLINE_CIRCUIT {
             ctx.emit_cost(
                 NAME,
@@ -316,6 +345,36 @@ impl Gc2pc {
         ]);
         Ok(wire)
     }
+}
+
+/// The parties' CPU time (`busy`) of the sessions just measured as `{name}-garbler-busy` and
+/// `{name}-evaluator-busy`: per session (or per evaluation in bulk, `iters` evaluations a
+/// session). Against the wall time of `name` it says whether a party was the bottleneck
+/// (busy close to the wall time) or waited for the other.
+fn emit_busy(
+    ctx: &Context<'_>,
+    params: measure::record::Params,
+    name: &str,
+    busy: [Vec<f64>; 2],
+    iters: u64,
+) -> Result<(), ScenarioError> {
+    let [garbler, evaluator] = busy;
+    for (party, v) in [("garbler", garbler), ("evaluator", evaluator)] {
+        let s = Samples {
+            iters_per_sample: iters,
+            per_iter_ns: v,
+            overhead_ns: None,
+        };
+        ctx.emit_samples(
+            NAME,
+            "2pc",
+            params.clone(),
+            &format!("{name}-{party}-busy"),
+            s,
+            None,
+        )?;
+    }
+    Ok(())
 }
 
 impl Scenario for Gc2pc {

@@ -91,7 +91,29 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
         return Err("evaluations of the same inputs gave different outputs".into());
     }
-    Ok(format!("ok {}", hex(&first)))
+    // The outputs, then this party's CPU time (`busy`), for the garbler's records.
+    Ok(format!(
+        "ok {} busy_ns={}",
+        hex(&first),
+        out.report.busy.as_nanos()
+    ))
+}
+
+/// What the evaluator process printed: its output and its CPU time.
+fn parse_evaluator_line(line: &str) -> Option<(&str, Duration)> {
+    let mut it = line.split_whitespace();
+    let (ok, out, busy) = (it.next()?, it.next()?, it.next()?);
+    let ns: u64 = busy.strip_prefix("busy_ns=")?.parse().ok()?;
+    (ok == "ok" && it.next().is_none()).then_some((out, Duration::from_nanos(ns)))
+}
+
+/// A session's reports: the garbler's, and the evaluator's CPU time.
+#[derive(Debug, Clone)]
+pub struct TwoParty {
+    /// The garbler's report (this process).
+    pub garbler: SessionReport,
+    /// The evaluator process's CPU time in the session (thread and writer).
+    pub evaluator_busy: Duration,
 }
 
 /// Becomes the evaluator of one session and exits when this process was started as one;
@@ -138,6 +160,17 @@ pub fn two_party(
     evaluator_input: &[u8],
     evaluations: u64,
 ) -> Result<SessionReport, ScenarioError> {
+    two_party_both(name, c, garbler_input, evaluator_input, evaluations).map(|r| r.garbler)
+}
+
+/// [`two_party`], with the evaluator's CPU time as well.
+pub fn two_party_both(
+    name: &str,
+    c: &Circuit,
+    garbler_input: &[u8],
+    evaluator_input: &[u8],
+    evaluations: u64,
+) -> Result<TwoParty, ScenarioError> {
     let step = "two-party session";
     let fail = |m: String| ScenarioError::step(step, m);
     let expected = c.eval_bytes(garbler_input, evaluator_input).at(step)?;
@@ -157,11 +190,16 @@ pub fn two_party(
         session::run_garbler(ch, c, &vec![bits; n], &SessionOptions::default())
             .map_err(|e| e.to_string())
     })?;
-    let want = format!("ok {}", hex(&expected));
-    if stdout.trim() != want {
+    let want = hex(&expected);
+    let Some((got, evaluator_busy)) = parse_evaluator_line(stdout.trim()) else {
         return Err(fail(format!(
-            "the evaluator's output {:?} differs from plain evaluation {want:?}",
+            "the evaluator printed {:?}, not \"ok <output> busy_ns=<n>\"",
             stdout.trim()
+        )));
+    };
+    if got != want {
+        return Err(fail(format!(
+            "the evaluator's output {got:?} differs from plain evaluation {want:?}"
         )));
     }
     if out.output_bytes().iter().any(|o| *o != expected) {
@@ -169,7 +207,10 @@ pub fn two_party(
             "the garbler's output differs from plain evaluation".into(),
         ));
     }
-    Ok(out.report)
+    Ok(TwoParty {
+        garbler: out.report,
+        evaluator_busy,
+    })
 }
 
 /// Runs the garbler's side of a session with an evaluator process: starts this binary with
@@ -293,5 +334,17 @@ mod tests {
         assert!(EvaluatorSpec::decode("v2;a;b;1;00").is_err());
         assert!(EvaluatorSpec::decode("v1;a;b;x;00").is_err());
         assert!(EvaluatorSpec::decode("v1;a;b").is_err());
+    }
+
+    #[test]
+    fn evaluator_line_parses_and_rejects_garbage() {
+        assert_eq!(
+            parse_evaluator_line("ok 00ff busy_ns=1500"),
+            Some(("00ff", Duration::from_nanos(1500)))
+        );
+        assert_eq!(parse_evaluator_line("ok 00ff"), None);
+        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=x"), None);
+        assert_eq!(parse_evaluator_line("no 00ff busy_ns=1"), None);
+        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1 extra"), None);
     }
 }
