@@ -95,7 +95,7 @@ fn build_generated(name: &str, c: &Ed25519Sign, output: &Path) -> Result<ExitCod
     let mut written = None;
     write_atomically(output, |f| {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        let (n, st) = garble::stream::write_bristol(c, &mut w)?;
+        let (n, st) = garble::generator::write_bristol(c, &mut w)?;
         w.flush()?;
         written = Some((n, st));
         Ok(())

@@ -148,7 +148,7 @@ pub fn base_send<C: Channel>(
 /// Costs per OT: two fixed-base multiplications (by `G` and, through a
 /// table built once, by the sender's `A`; both constant time) and a share
 /// of two batch compressions. The points go out in chunks of
-/// [`BASE_CHUNK`], so that the sender's work overlaps ours.
+/// `BASE_CHUNK`, so that the sender's work overlaps ours.
 pub fn base_receive<C: Channel>(
     ch: &mut C,
     choices: &[bool],

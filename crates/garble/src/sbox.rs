@@ -3,8 +3,9 @@
 //! combinational logic minimization technique with applications to
 //! cryptology", SEA 2010; circuit listing of the Yale Circuit Minimization
 //! Team). It is written once, generically over a Boolean algebra, and used
-//! both by the circuit library (`Builder` wires) and by the portable,
-//! bitsliced fixed-key AES (machine words).
+//! by the circuit library (`Builder` wires) and by the AES key expansion of
+//! `hash` (machine words); the portable cipher itself is the fixsliced one in
+//! `hash::fixslice`.
 
 /// A Boolean algebra over `Self::T` (gates in a builder, or bitwise ops on
 /// words).

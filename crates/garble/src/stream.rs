@@ -1,6 +1,6 @@
 //! Garbling and evaluating a generated circuit ([`crate::generator`]) gate
-//! by gate as the generator emits it, the two-party session around it, and
-//! a streaming Bristol Fashion writer.
+//! by gate as the generator emits it, and the two-party session around it.
+//! (The streaming Bristol Fashion writer is [`crate::generator::write_bristol`].)
 //!
 //! # Memory
 //!
@@ -28,7 +28,6 @@
 //! back to the garbler). The Load stage is the counting pass that computes
 //! the digest and the table-byte total.
 
-use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use crate::channel::{Channel, ChannelError};
@@ -630,112 +629,6 @@ pub fn simulate<G: Generator + Sync>(
     })
 }
 
-/// Counts bytes written through it.
-struct Counting<Wr> {
-    inner: Wr,
-    n: u64,
-}
-
-impl<Wr: Write> Write for Counting<Wr> {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        let k = self.inner.write(b)?;
-        self.n += k as u64;
-        Ok(k)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// Writes gates as Bristol Fashion lines; wires are ids.
-struct BristolGen<Wr> {
-    w: Wr,
-    next: u32,
-    err: Option<io::Error>,
-}
-
-impl<Wr: Write> BristolGen<Wr> {
-    fn line(&mut self, args: std::fmt::Arguments<'_>) {
-        if self.err.is_none()
-            && let Err(e) = self.w.write_fmt(args)
-        {
-            self.err = Some(e);
-        }
-    }
-    fn fresh(&mut self) -> u32 {
-        let id = self.next;
-        self.next += 1;
-        id
-    }
-}
-
-impl<Wr: Write> Gen for BristolGen<Wr> {
-    type L = u32;
-    fn xor_raw(&mut self, a: u32, b: u32) -> u32 {
-        let o = self.fresh();
-        self.line(format_args!("2 1 {a} {b} {o} XOR\n"));
-        o
-    }
-    fn and_raw(&mut self, a: u32, b: u32) -> u32 {
-        let o = self.fresh();
-        self.line(format_args!("2 1 {a} {b} {o} AND\n"));
-        o
-    }
-    fn not_raw(&mut self, a: u32) -> u32 {
-        let o = self.fresh();
-        self.line(format_args!("1 1 {a} {o} INV\n"));
-        o
-    }
-}
-
-/// Writes `c` as a Bristol Fashion circuit, streaming (two passes of the
-/// generator: one to count, one to write; nothing is held). Inputs: the
-/// garbler's value, then the evaluator's; one output value. Every output
-/// is copied (`EQW`, or `EQ` for a constant) to the last wires, as the
-/// format requires. Returns the bytes written and the statistics.
-pub fn write_bristol<G: Generator, Wr: Write>(c: &G, w: Wr) -> io::Result<(u64, GenStats)> {
-    let stats = generator::stats_expanded(c);
-    let nout = c.output_bits() as u64;
-    let gates = stats.stats.gates + nout;
-    let wires = stats.stats.wires + nout;
-    if wires > u64::from(u32::MAX) {
-        return Err(io::Error::other("the circuit has more than 2^32 wires"));
-    }
-    let mut cw = Counting { inner: w, n: 0 };
-    write!(
-        cw,
-        "{gates} {wires}\n2 {} {}\n1 {nout}\n\n",
-        c.garbler_input_bits(),
-        c.evaluator_input_bits()
-    )?;
-    let gbits = c.garbler_input_bits() as u32;
-    let ebits = c.evaluator_input_bits() as u32;
-    let mut b = BristolGen {
-        w: &mut cw,
-        next: gbits + ebits,
-        err: None,
-    };
-    let gi: Word<u32> = (0..gbits).map(W::V).collect();
-    let ei: Word<u32> = (gbits..gbits + ebits).map(W::V).collect();
-    let out = c.generate(&mut b, &gi, &ei);
-    if let Some(e) = b.err.take() {
-        return Err(e);
-    }
-    let first = b.next;
-    for (i, o) in out.iter().enumerate() {
-        let dst = first + i as u32;
-        match *o {
-            W::C(v) => b.line(format_args!("1 1 {} {dst} EQ\n", u8::from(v))),
-            W::V(a) => b.line(format_args!("1 1 {a} {dst} EQW\n")),
-        }
-    }
-    if let Some(e) = b.err.take() {
-        return Err(e);
-    }
-    cw.flush()?;
-    Ok((cw.n, stats))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -866,7 +759,7 @@ mod tests {
     #[test]
     fn bristol_output_parses_and_agrees() {
         let mut v = Vec::new();
-        let (n, st) = write_bristol(&Sha, &mut v).unwrap();
+        let (n, st) = crate::generator::write_bristol(&Sha, &mut v).unwrap();
         assert_eq!(n, v.len() as u64);
         let text = String::from_utf8(v).unwrap();
         let c = crate::bristol::parse(&text).unwrap();

@@ -37,10 +37,12 @@
 
 mod arith;
 mod backends;
+mod bristol;
 mod sub;
 
 pub use arith::naf;
 pub use backends::{BuilderGen, CountWire, Counter, Plain, plain_bits, plain_word};
+pub use bristol::write_bristol;
 pub use sub::Sub;
 
 use sha2::{Digest, Sha256};

@@ -140,7 +140,7 @@ impl Gc2pc {
         for &hash in &hashes {
             for (i, &kind) in MICRO_KINDS.iter().enumerate() {
                 ctx.check_cancel()?;
-                // The portable hash is ~20x slower: fewer gates keep the run short.
+                // The portable hash is ~35x slower: fewer gates keep the run short.
                 let gates = if hash == HashBackend::Portable {
                     plan.gates / 16
                 } else {
