@@ -489,6 +489,33 @@ pub fn run_garbler<C: Channel>(
     GarblerSession::new(opts)?.run(ch, circuit, inputs)
 }
 
+/// The computations of one session: how many started, and whether the last one failed (a
+/// failure leaves the OT state and the gate counter unknown, so the session refuses to go on).
+#[derive(Debug, Default)]
+struct Sequence {
+    started: u64,
+    failed: bool,
+}
+
+impl Sequence {
+    /// Starts a computation: its index, or an error if an earlier one failed. Until
+    /// [`Sequence::succeeded`], the session counts as failed.
+    fn start(&mut self) -> Result<u64, SessionError> {
+        if self.failed {
+            return Err(SessionError::Protocol(
+                "an earlier computation of this session failed",
+            ));
+        }
+        self.failed = true;
+        self.started += 1;
+        Ok(self.started - 1)
+    }
+
+    fn succeeded(&mut self) {
+        self.failed = false;
+    }
+}
+
 /// The garbler's side of a session that runs several computations (any
 /// circuits, each one or many evaluations) over one connection, with one OT
 /// set-up: the base OTs run in the first computation only, and every later
@@ -501,14 +528,12 @@ pub struct GarblerSession {
     ot: Option<IknpSender>,
     /// AND gates garbled so far in the session: the gate tweaks.
     counter: u64,
-    /// Computations started.
-    seq: u64,
-    failed: bool,
+    seq: Sequence,
 }
 
 impl std::fmt::Debug for GarblerSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GarblerSession(computations: {}, ..)", self.seq)
+        write!(f, "GarblerSession(computations: {}, ..)", self.seq.started)
     }
 }
 
@@ -525,14 +550,13 @@ impl GarblerSession {
             delta,
             ot: None,
             counter: 0,
-            seq: 0,
-            failed: false,
+            seq: Sequence::default(),
         })
     }
 
     /// Computations run (or started) so far.
     pub fn computations(&self) -> u64 {
-        self.seq
+        self.seq.started
     }
 
     /// Runs one computation: one evaluation of `circuit` per element of
@@ -543,16 +567,9 @@ impl GarblerSession {
         circuit: &Circuit,
         inputs: &[Vec<bool>],
     ) -> Result<SessionOutput, SessionError> {
-        if self.failed {
-            return Err(SessionError::Protocol(
-                "an earlier computation of this session failed",
-            ));
-        }
-        self.failed = true;
-        let seq = self.seq;
-        self.seq += 1;
+        let seq = self.seq.start()?;
         let out = self.run_once(ch, circuit, inputs, seq)?;
-        self.failed = false;
+        self.seq.succeeded();
         Ok(out)
     }
 
@@ -671,13 +688,16 @@ pub struct EvaluatorSession {
     prg: Prg,
     ot: Option<IknpReceiver>,
     counter: u64,
-    seq: u64,
-    failed: bool,
+    seq: Sequence,
 }
 
 impl std::fmt::Debug for EvaluatorSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "EvaluatorSession(computations: {}, ..)", self.seq)
+        write!(
+            f,
+            "EvaluatorSession(computations: {}, ..)",
+            self.seq.started
+        )
     }
 }
 
@@ -689,14 +709,13 @@ impl EvaluatorSession {
             prg: Prg::from_os()?,
             ot: None,
             counter: 0,
-            seq: 0,
-            failed: false,
+            seq: Sequence::default(),
         })
     }
 
     /// Computations run (or started) so far.
     pub fn computations(&self) -> u64 {
-        self.seq
+        self.seq.started
     }
 
     /// Runs one computation: one evaluation of `circuit` per element of
@@ -707,16 +726,9 @@ impl EvaluatorSession {
         circuit: &Circuit,
         inputs: &[Vec<bool>],
     ) -> Result<SessionOutput, SessionError> {
-        if self.failed {
-            return Err(SessionError::Protocol(
-                "an earlier computation of this session failed",
-            ));
-        }
-        self.failed = true;
-        let seq = self.seq;
-        self.seq += 1;
+        let seq = self.seq.start()?;
         let out = self.run_once(ch, circuit, inputs, seq)?;
-        self.failed = false;
+        self.seq.succeeded();
         Ok(out)
     }
 
