@@ -383,7 +383,9 @@ impl SandboxImp {
 
     /// Opens the spin gate while the regular conversations in flight (`free` is the free-TCS
     /// mask after a change), a host and an enclave thread each, fit the cores; closes it
-    /// otherwise.
+    /// otherwise. Two threads may store from different snapshots in the wrong order: the
+    /// gate only decides whether a waiter spins before it sleeps, and the next acquire or
+    /// release corrects it.
     fn set_spin_gate(&self, free: u32) {
         let open = u32::from(spin_gate_open(self.layout.n_tcs, free, self.cores));
         let gate = self.shm.u32(shm::H_SPIN_GATE);
