@@ -140,23 +140,24 @@ pub fn advise(trace: &TraceSnapshot, operations: Option<u64>, cfg: &AdvisorConfi
                 );
             } else if a.transition_share >= cfg.switchless_min_share
                 && a.mean_total_ns <= cfg.switchless_max_total_ns
-                && let Some(spare) = cfg.spare_cores.filter(|&s| s < 1.0)
             {
-                a.reason = format!(
-                    "{:.0}% of its {:.0} ns is transition, but {spare:.2} cores are spare: a switchless worker would take a core the callers need; leave it",
-                    a.transition_share * 100.0,
-                    a.mean_total_ns
-                );
-            } else if a.transition_share >= cfg.switchless_min_share
-                && a.mean_total_ns <= cfg.switchless_max_total_ns
-            {
-                a.recommendation = Recommendation::Switchless;
-                a.estimated_saving_ns = a.mean_transition_ns * c.count as f64;
-                a.reason = format!(
-                    "{:.0}% of its {:.0} ns is transition: make it switchless",
-                    a.transition_share * 100.0,
-                    a.mean_total_ns
-                );
+                let share = a.transition_share * 100.0;
+                match cfg.spare_cores.filter(|&s| s < 1.0) {
+                    Some(spare) => {
+                        a.reason = format!(
+                            "{share:.0}% of its {:.0} ns is transition, but {spare:.2} cores are spare: a switchless worker would take a core the callers need; leave it",
+                            a.mean_total_ns
+                        );
+                    }
+                    None => {
+                        a.recommendation = Recommendation::Switchless;
+                        a.estimated_saving_ns = a.mean_transition_ns * c.count as f64;
+                        a.reason = format!(
+                            "{share:.0}% of its {:.0} ns is transition: make it switchless",
+                            a.mean_total_ns
+                        );
+                    }
+                }
             } else {
                 a.reason = format!(
                     "transition is {:.0}% of {:.0} ns per call: leave it",
