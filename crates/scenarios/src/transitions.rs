@@ -289,7 +289,7 @@ impl TransitionsScenario {
         } else {
             misses as f64 / (hits + misses) as f64
         };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = measure::sweep::available_cores();
         let verdict = if hits == 0 || rate > 0.05 {
             Verdict::Warn
         } else {
@@ -299,7 +299,7 @@ impl TransitionsScenario {
             "{hits} hits, {misses} misses ({:.2}% fell back to regular calls)",
             rate * 100.0
         );
-        if config.workers + 1 > cores {
+        if config.workers as u64 + 1 > cores {
             message.push_str(&format!(
                 "; {} workers and the caller share {cores} cores",
                 config.workers

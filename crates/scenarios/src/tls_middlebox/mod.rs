@@ -49,6 +49,7 @@ use enclave::{
 };
 use measure::record::{Body, Cost, CostFigure, Params, Value};
 use measure::sampler::Samples;
+use measure::sweep::available_cores;
 
 use crate::boundary::{self, Config};
 use crate::{At, Context, Preset, RunOptions, Scenario, ScenarioError};
@@ -193,11 +194,6 @@ fn process_cpu_ns(pid: Option<u32>) -> u64 {
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let hz = rustix::param::clock_ticks_per_second().max(1);
     (ticks(11) + ticks(12)) * 1_000_000_000 / hz
-}
-
-/// The cores this process may run on.
-fn available_cores() -> f64 {
-    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
 }
 
 /// One configuration at one record size.
@@ -515,13 +511,13 @@ fn hit_check(trace: &TraceSnapshot, config: &Config) -> measure::record::Check {
         hits += c.switchless_hits;
         misses += c.switchless_misses;
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = available_cores();
     let mut message = if parts.is_empty() {
         "no switchless calls were made".to_owned()
     } else {
         parts.join("; ")
     };
-    let oversubscribed = config.workers + 1 > cores || cores <= 2;
+    let oversubscribed = config.workers as u64 + 1 > cores || cores <= 2;
     if oversubscribed {
         message.push_str(&format!(
             "; {} spinning worker(s) share {cores} core(s) with the relay, client and server \
@@ -593,7 +589,7 @@ impl TlsMiddlebox {
                 self.emit_outcome(ctx, &plan, &o)?;
                 if setup == Setup::Sandbox && size == PROFILE_SIZE {
                     // Before the switchless setups run: the advisor needs the spare cores.
-                    let spare = o.busy_cores.map(|b| available_cores() - b);
+                    let spare = o.busy_cores.map(|b| available_cores() as f64 - b);
                     switchless_advised = self.advise(ctx, &profile, spare)?;
                 }
                 outcomes.push(o);
