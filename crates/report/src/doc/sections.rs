@@ -319,6 +319,19 @@ fn table_record_section(b: &mut Builder<'_>, t: &TableRecord) {
         b.blocks.push(Block::Text(format!("Note: {note}")));
     }
 }
+/// Largest over smallest of the positive, finite `values` (1 when there are none): a
+/// spread above 20 gets a log axis.
+fn spread(values: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = values.filter(|v| *v > 0.0 && v.is_finite()).collect();
+    match (
+        v.iter().copied().reduce(f64::min),
+        v.iter().copied().reduce(f64::max),
+    ) {
+        (Some(lo), Some(hi)) => hi / lo,
+        _ => 1.0,
+    }
+}
+
 /// Scaling plots of one scenario: per mode, throughput, speed-up and efficiency against
 /// threads, one line per (backend, name, params except `threads`).
 pub(super) fn scaling_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record]) {
@@ -375,18 +388,7 @@ pub(super) fn scaling_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record
             .min()
             .unwrap_or(1)
             .max(1) as f64;
-        let rates: Vec<f64> = points
-            .iter()
-            .map(|(_, p)| p.ops_per_s)
-            .filter(|v| *v > 0.0 && v.is_finite())
-            .collect();
-        let spread = match (
-            rates.iter().copied().reduce(f64::min),
-            rates.iter().copied().reduce(f64::max),
-        ) {
-            (Some(lo), Some(hi)) => hi / lo,
-            _ => 1.0,
-        };
+        let spread = spread(points.iter().map(|(_, p)| p.ops_per_s));
         b.blocks.push(Block::Heading(
             3,
             format!("{scenario} · {mode} scaling plots"),
@@ -518,18 +520,7 @@ pub(super) fn size_plots(b: &mut Builder<'_>, scenario: &str, recs: &[&Record]) 
                 Series { label, points }
             })
             .collect();
-        let ys: Vec<f64> = series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.y))
-            .filter(|y| *y > 0.0)
-            .collect();
-        let spread = match (
-            ys.iter().copied().reduce(f64::min),
-            ys.iter().copied().reduce(f64::max),
-        ) {
-            (Some(lo), Some(hi)) => hi / lo,
-            _ => 1.0,
-        };
+        let spread = spread(series.iter().flat_map(|s| s.points.iter().map(|p| p.y)));
         let what = key.trim_end_matches("_bytes").replace('_', " ");
         b.blocks.push(Block::Heading(
             3,
