@@ -420,9 +420,8 @@ fn report(
     }
 }
 
-/// Runs the garbler of a generated circuit once. `stats` is the result of
-/// [`generator::stats`] on `c` (computed by the caller, timed as Load if
-/// `None`).
+/// Runs the garbler of a generated circuit once (the Load stage counts its
+/// gates with [`generator::stats`] for the digest exchanged at Init).
 pub fn run_garbler<C: Channel, G: Generator>(
     ch: &mut C,
     c: &G,
