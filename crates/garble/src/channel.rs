@@ -63,7 +63,33 @@ pub trait Channel {
     fn helper_cpu(&self) -> Duration {
         Duration::ZERO
     }
+    /// Bytes that [`Channel::send_in_place`] takes now without starting a
+    /// new buffer (at least [`MIN_SEND_ROOM`]): producers of bulk data size
+    /// their pieces to it.
+    fn send_room(&self) -> usize {
+        CHUNK_ROOM
+    }
+    /// Sends `n` bytes that `fill` writes into the buffer it is lent: the
+    /// channel's own send buffer where it has one, so that bulk data (the
+    /// garbler's tables) is written once instead of built elsewhere and
+    /// copied by [`Channel::send`]. `fill` must write all `n` bytes (the
+    /// buffer holds earlier ones). The default lends a temporary buffer.
+    fn send_in_place(
+        &mut self,
+        n: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), ChannelError> {
+        let mut tmp = vec![0u8; n];
+        fill(&mut tmp);
+        self.send(&tmp)
+    }
 }
+
+/// The least [`Channel::send_room`] of any channel.
+pub const MIN_SEND_ROOM: usize = 4096;
+
+/// [`Channel::send_room`] of a channel without a send buffer of its own.
+const CHUNK_ROOM: usize = 1 << 16;
 
 /// CPU time of the calling thread so far.
 pub fn thread_cpu() -> Duration {
@@ -99,6 +125,16 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     fn helper_cpu(&self) -> Duration {
         (**self).helper_cpu()
     }
+    fn send_room(&self) -> usize {
+        (**self).send_room()
+    }
+    fn send_in_place(
+        &mut self,
+        n: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), ChannelError> {
+        (**self).send_in_place(n, fill)
+    }
 }
 
 /// Write buffer size of [`TcpChannel`] (and the size of each block handed to
@@ -113,8 +149,11 @@ const WRITER_DEPTH: usize = 4;
 /// caller's buffer when nothing is buffered: no second copy.
 const DIRECT_READ: usize = 1 << 14;
 
-/// Read buffer size of [`TcpChannel`].
-const READ_BUFFER: usize = 1 << 18;
+/// Read buffer size of [`TcpChannel`]: the most a small read pulls in
+/// ahead. Kept at [`DIRECT_READ`]: a larger read-ahead (it was 256 KiB)
+/// slurped the next garbled tables whenever the garbler was ahead, and they
+/// were then copied a second time, out of this buffer.
+const READ_BUFFER: usize = DIRECT_READ;
 
 /// Default timeout: how long a peer may stay silent.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -124,9 +163,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// copies the previous ones into the socket.
 #[derive(Debug)]
 struct Writer {
-    /// Full blocks to write, in order.
-    tx: Option<mpsc::SyncSender<Vec<u8>>>,
-    /// Written blocks, cleared, for reuse.
+    /// Blocks to write (each [`TCP_BUFFER`] long, with the length of its
+    /// filled part), in order.
+    tx: Option<mpsc::SyncSender<(Vec<u8>, usize)>>,
+    /// Written blocks, for reuse.
     free: mpsc::Receiver<Vec<u8>>,
     /// Shared with the thread.
     state: Arc<WriterState>,
@@ -147,19 +187,19 @@ struct WriterState {
 
 impl Writer {
     fn spawn(mut stream: TcpStream) -> io::Result<Writer> {
-        let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(WRITER_DEPTH);
+        let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(WRITER_DEPTH);
         let (free_tx, free) = mpsc::channel();
         let state = Arc::new(WriterState::default());
         let st = Arc::clone(&state);
         let thread = std::thread::Builder::new()
             .name("garble-writer".into())
             .spawn(move || {
-                for mut block in rx {
+                for (block, len) in rx {
                     let failed = st.error.lock().map(|e| e.is_some()).unwrap_or(true);
                     if !failed {
-                        match stream.write_all(&block) {
+                        match stream.write_all(&block[..len]) {
                             Ok(()) => {
-                                st.written.fetch_add(block.len() as u64, Ordering::Release);
+                                st.written.fetch_add(len as u64, Ordering::Release);
                             }
                             Err(e) => {
                                 if let Ok(mut slot) = st.error.lock() {
@@ -168,7 +208,6 @@ impl Writer {
                             }
                         }
                     }
-                    block.clear();
                     let cpu = u64::try_from(thread_cpu().as_nanos()).unwrap_or(u64::MAX);
                     st.cpu_ns.store(cpu, Ordering::Release);
                     st.in_flight.fetch_sub(1, Ordering::AcqRel);
@@ -198,19 +237,24 @@ impl Writer {
         self.state.in_flight.load(Ordering::Acquire) == 0
     }
 
-    /// Hands `block` to the thread (waits while [`WRITER_DEPTH`] blocks are
-    /// queued) and returns an empty block to fill next.
-    fn push(&mut self, block: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, ChannelError> {
+    /// Hands the first `len` bytes of `block` to the thread (waits while
+    /// [`WRITER_DEPTH`] blocks are queued) and returns a block to fill next.
+    fn push(
+        &mut self,
+        block: Vec<u8>,
+        len: usize,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, ChannelError> {
         self.check(timeout)?;
         let tx = self.tx.as_ref().ok_or(ChannelError::Closed)?;
         self.state.in_flight.fetch_add(1, Ordering::AcqRel);
-        if tx.send(block).is_err() {
+        if tx.send((block, len)).is_err() {
             return Err(ChannelError::Closed);
         }
         Ok(self
             .free
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(TCP_BUFFER)))
+            .unwrap_or_else(|_| vec![0u8; TCP_BUFFER]))
     }
 
     /// Waits until every block handed over is written.
@@ -245,7 +289,7 @@ impl Drop for Writer {
 /// rest from the calling thread once the queue is empty: a protocol message
 /// on the latency path costs no thread wake-up, and after `flush` the
 /// socket's byte counter is exact. Reads:
-/// a 256 KiB read-ahead buffer, bypassed for reads of 16 KiB or more when it
+/// a 16 KiB read-ahead buffer, bypassed for reads of 16 KiB or more when it
 /// is empty (the garbled tables land in the evaluator's buffer with one copy).
 /// `TCP_NODELAY` is set: every flush is a segment now, not after Nagle's
 /// wait for the peer's (delayed) ACK.
@@ -253,7 +297,9 @@ impl Drop for Writer {
 pub struct TcpChannel {
     stream: TcpStream,
     writer: Option<Writer>,
+    /// The block being filled: [`TCP_BUFFER`] long, `wlen` bytes of it used.
     wbuf: Vec<u8>,
+    wlen: usize,
     rbuf: Box<[u8]>,
     rpos: usize,
     rlen: usize,
@@ -291,7 +337,8 @@ impl TcpChannel {
         Ok(TcpChannel {
             stream,
             writer: None,
-            wbuf: Vec::with_capacity(TCP_BUFFER),
+            wbuf: vec![0u8; TCP_BUFFER],
+            wlen: 0,
             rbuf: vec![0u8; READ_BUFFER].into_boxed_slice(),
             rpos: 0,
             rlen: 0,
@@ -362,8 +409,9 @@ impl TcpChannel {
         TcpChannel::accept(&l, timeout)
     }
 
-    /// Hands the full write buffer to the writer thread (starting it on
-    /// first use).
+    /// Hands the write buffer (full, or as full as a piece for
+    /// [`Channel::send_in_place`] allows) to the writer thread, starting it
+    /// on first use.
     fn push_block(&mut self) -> Result<(), ChannelError> {
         if self.writer.is_none() {
             let s = self.stream.try_clone().map_err(ChannelError::Io)?;
@@ -371,7 +419,8 @@ impl TcpChannel {
         }
         if let Some(w) = self.writer.as_mut() {
             let block = std::mem::take(&mut self.wbuf);
-            self.wbuf = w.push(block, self.timeout)?;
+            let len = std::mem::take(&mut self.wlen);
+            self.wbuf = w.push(block, len, self.timeout)?;
         }
         Ok(())
     }
@@ -408,13 +457,44 @@ impl Channel for TcpChannel {
     fn send(&mut self, mut data: &[u8]) -> Result<(), ChannelError> {
         self.sent += data.len() as u64;
         while !data.is_empty() {
-            let room = TCP_BUFFER - self.wbuf.len();
-            let k = room.min(data.len());
-            self.wbuf.extend_from_slice(&data[..k]);
+            let k = (TCP_BUFFER - self.wlen).min(data.len());
+            self.wbuf[self.wlen..self.wlen + k].copy_from_slice(&data[..k]);
+            self.wlen += k;
             data = &data[k..];
-            if self.wbuf.len() == TCP_BUFFER {
+            if self.wlen == TCP_BUFFER {
                 self.push_block()?;
             }
+        }
+        Ok(())
+    }
+
+    /// What is left of the block, or a whole block if less than
+    /// [`MIN_SEND_ROOM`] is left (the next piece starts a new one).
+    fn send_room(&self) -> usize {
+        match TCP_BUFFER - self.wlen {
+            left if left >= MIN_SEND_ROOM => left,
+            _ => TCP_BUFFER,
+        }
+    }
+
+    fn send_in_place(
+        &mut self,
+        n: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), ChannelError> {
+        if n > TCP_BUFFER {
+            let mut tmp = vec![0u8; n];
+            fill(&mut tmp);
+            return self.send(&tmp);
+        }
+        if n > TCP_BUFFER - self.wlen {
+            self.push_block()?;
+        }
+        fill(&mut self.wbuf[self.wlen..self.wlen + n]);
+        self.wlen += n;
+        self.sent += n as u64;
+        if self.wlen == TCP_BUFFER {
+            self.push_block()?;
         }
         Ok(())
     }
@@ -449,9 +529,9 @@ impl Channel for TcpChannel {
     /// (a small protocol message on the latency path needs no hand-over).
     fn flush(&mut self) -> Result<(), ChannelError> {
         let buf = std::mem::take(&mut self.wbuf);
-        let r = self.write_inline(&buf);
+        let r = self.write_inline(&buf[..self.wlen]);
         self.wbuf = buf;
-        self.wbuf.clear();
+        self.wlen = 0;
         r
     }
 
@@ -665,9 +745,9 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
-        /// Messages of any size (through the write buffer, the writer thread,
-        /// the read-ahead buffer and direct reads) arrive whole and in order,
-        /// with exact counters after `flush`.
+        /// Messages of any size (through the write buffer, copied or written
+        /// in place, the writer thread, the read-ahead buffer and direct
+        /// reads) arrive whole and in order, with exact counters after `flush`.
         #[test]
         fn tcp_messages_arrive_in_order(
             sizes in proptest::collection::vec(
@@ -675,6 +755,7 @@ mod tests {
                 1..12,
             ),
             flush_every in 1usize..4,
+            in_place in proptest::collection::vec(proptest::prelude::any::<bool>(), 12),
         ) {
             let (mut a, mut b) = tcp_pair(Duration::from_secs(10));
             let msgs: Vec<Vec<u8>> = sizes
@@ -695,7 +776,14 @@ mod tests {
                 (got == want, b.bytes_received(), b.wire_bytes_received())
             });
             for (k, m) in msgs.iter().enumerate() {
-                a.send(m).unwrap();
+                if in_place[k] {
+                    // Written into the send buffer: after what `send` left
+                    // there, across block boundaries, larger than a block.
+                    a.send_in_place(m.len(), &mut |buf| buf.copy_from_slice(m)).unwrap();
+                } else {
+                    a.send(m).unwrap();
+                }
+                proptest::prop_assert!(a.send_room() >= MIN_SEND_ROOM);
                 if k % flush_every == 0 {
                     a.flush().unwrap();
                 }

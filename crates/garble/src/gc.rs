@@ -28,9 +28,11 @@
 //! code below processes [`BATCH`] gates at a time over [`Hasher::hash`]:
 //! the garbler hashes 4 x 8 = 32 blocks, the evaluator 16. Tests keep the
 //! two, and the portable hash, byte-identical.
-//! Tables go into a caller-provided buffer that is handed to a sink whenever
-//! it fills: no per-gate allocation, and the garbled circuit is never held.
+//! Tables are written in place into the sink's buffer (a channel's send
+//! buffer, in a session): no per-gate allocation, no copy, and the garbled
+//! circuit is never held.
 
+use crate::channel::{Channel, ChannelError};
 use crate::hash::{Block, Hasher};
 use crate::program::{ONE_SLOT, Program, Segment, ZERO_SLOT};
 
@@ -111,11 +113,66 @@ impl<'a> Slots<'a> {
     }
 }
 
-/// Garbles `prog` once. `labels` (at least [`Program::label_capacity`]
-/// long) holds the zero labels of the input slots on entry and of every slot
-/// on return; `gate_counter` is the session-wide AND counter (the tweak
-/// source), advanced by the number of AND gates. Tables are written to
-/// `sink` in chunks of at most [`CHUNK_BYTES`].
+/// Where [`garble_to`] writes the garbled tables: pieces of whole tables,
+/// each written in place by the garbler.
+pub trait TableSink {
+    /// Why a write failed.
+    type Error;
+    /// Bytes the next piece may take (at least [`TABLE_BYTES`]`*`[`BATCH`]).
+    fn room(&self) -> usize;
+    /// Appends `n <= room()` bytes that `fill` writes (all of them).
+    fn put(&mut self, n: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), Self::Error>;
+}
+
+/// A channel takes the tables into its send buffer: they are written once,
+/// where the socket reads them.
+impl<C: Channel + ?Sized> TableSink for C {
+    type Error = ChannelError;
+    fn room(&self) -> usize {
+        self.send_room()
+    }
+    fn put(&mut self, n: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), ChannelError> {
+        self.send_in_place(n, fill)
+    }
+}
+
+/// Tables gathered in a buffer of [`CHUNK_BYTES`] that goes to a closure
+/// whenever it fills ([`Chunks::finish`] passes on the rest).
+struct Chunks<'a, E> {
+    buf: Vec<u8>,
+    fill: usize,
+    to: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
+}
+
+impl<E> Chunks<'_, E> {
+    fn finish(mut self) -> Result<(), E> {
+        if self.fill > 0 {
+            (self.to)(&self.buf[..self.fill])?;
+            self.fill = 0;
+        }
+        Ok(())
+    }
+}
+
+impl<E> TableSink for Chunks<'_, E> {
+    type Error = E;
+    fn room(&self) -> usize {
+        // A full buffer goes out in `put`, so the room is never zero.
+        CHUNK_BYTES - self.fill
+    }
+    fn put(&mut self, n: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), E> {
+        fill(&mut self.buf[self.fill..self.fill + n]);
+        self.fill += n;
+        if CHUNK_BYTES - self.fill < TABLE_BYTES * BATCH {
+            (self.to)(&self.buf[..self.fill])?;
+            self.fill = 0;
+        }
+        Ok(())
+    }
+}
+
+/// Garbles `prog` once, handing the tables to `sink` in chunks of at most
+/// [`CHUNK_BYTES`]; otherwise as [`garble_to`].
 pub fn garble<E>(
     prog: &Program,
     hasher: &Hasher,
@@ -124,12 +181,32 @@ pub fn garble<E>(
     gate_counter: &mut u64,
     sink: &mut dyn FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
+    let mut chunks = Chunks {
+        buf: vec![0u8; CHUNK_BYTES],
+        fill: 0,
+        to: sink,
+    };
+    garble_to(prog, hasher, delta, labels, gate_counter, &mut chunks)?;
+    chunks.finish()
+}
+
+/// Garbles `prog` once. `labels` (at least [`Program::label_capacity`]
+/// long) holds the zero labels of the input slots on entry and of every slot
+/// on return; `gate_counter` is the session-wide AND counter (the tweak
+/// source), advanced by the number of AND gates. The tables go to `sink` in
+/// circuit order.
+pub fn garble_to<S: TableSink + ?Sized>(
+    prog: &Program,
+    hasher: &Hasher,
+    delta: Block,
+    labels: &mut [Block],
+    gate_counter: &mut u64,
+    sink: &mut S,
+) -> Result<(), S::Error> {
     let mut l = Slots::new(prog, labels);
     l.set(ZERO_SLOT, Block::ZERO);
     l.set(ONE_SLOT, delta);
     let (ands, xors) = (&prog.ands[..], &prog.xors[..]);
-    let mut buf = vec![0u8; CHUNK_BYTES];
-    let mut fill = 0usize;
     let (mut ai, mut fi) = (0usize, 0usize);
     let mut h = [Block::ZERO; 4 * BATCH];
     let mut tw = [Block::ZERO; 4 * BATCH];
@@ -144,18 +221,15 @@ pub fn garble<E>(
                 ai += n as usize;
                 if fused {
                     // The whole run in the fused kernel, one piece per
-                    // free stretch of the table buffer.
+                    // stretch of room in the sink.
                     let mut rest = run;
                     while !rest.is_empty() {
-                        if fill == CHUNK_BYTES {
-                            sink(&buf[..fill])?;
-                            fill = 0;
-                        }
-                        let k = rest.len().min((CHUNK_BYTES - fill) / TABLE_BYTES);
+                        let k = rest.len().min(sink.room() / TABLE_BYTES);
                         let (now, later) = rest.split_at(k);
-                        let tables = &mut buf[fill..fill + k * TABLE_BYTES];
-                        hasher.garble_run(delta, l.l, now, *gate_counter, tables);
-                        fill += k * TABLE_BYTES;
+                        let ctr = *gate_counter;
+                        sink.put(k * TABLE_BYTES, &mut |tables| {
+                            hasher.garble_run(delta, l.l, now, ctr, tables);
+                        })?;
                         *gate_counter += k as u64;
                         rest = later;
                     }
@@ -163,12 +237,6 @@ pub fn garble<E>(
                 }
                 for chunk in run.chunks(BATCH) {
                     let k = chunk.len();
-                    if fill + k * TABLE_BYTES > CHUNK_BYTES {
-                        sink(&buf[..fill])?;
-                        fill = 0;
-                    }
-                    let tables = &mut buf[fill..fill + k * TABLE_BYTES];
-                    fill += k * TABLE_BYTES;
                     for (i, &[a, b, o]) in chunk.iter().enumerate() {
                         let a0 = l.get(a);
                         let b0 = l.get(b);
@@ -187,18 +255,20 @@ pub fn garble<E>(
                         tw[4 * i + 3] = j1;
                     }
                     hasher.hash(&mut h[..4 * k], &tw[..4 * k]);
-                    for (i, t) in tables.chunks_exact_mut(TABLE_BYTES).enumerate() {
-                        let a0 = a0s[i];
-                        let pa = a0.lsb();
-                        let pb = pbs[i];
-                        let tg = h[4 * i] ^ h[4 * i + 1] ^ delta.select(pb);
-                        let wg0 = h[4 * i] ^ tg.select(pa);
-                        let te = h[4 * i + 2] ^ h[4 * i + 3] ^ a0;
-                        let we0 = h[4 * i + 2] ^ (te ^ a0).select(pb);
-                        put(&mut t[..16], tg);
-                        put(&mut t[16..], te);
-                        l.set(outs[i], wg0 ^ we0);
-                    }
+                    sink.put(k * TABLE_BYTES, &mut |tables| {
+                        for (i, t) in tables.chunks_exact_mut(TABLE_BYTES).enumerate() {
+                            let a0 = a0s[i];
+                            let pa = a0.lsb();
+                            let pb = pbs[i];
+                            let tg = h[4 * i] ^ h[4 * i + 1] ^ delta.select(pb);
+                            let wg0 = h[4 * i] ^ tg.select(pa);
+                            let te = h[4 * i + 2] ^ h[4 * i + 3] ^ a0;
+                            let we0 = h[4 * i + 2] ^ (te ^ a0).select(pb);
+                            put(&mut t[..16], tg);
+                            put(&mut t[16..], te);
+                            l.set(outs[i], wg0 ^ we0);
+                        }
+                    })?;
                     *gate_counter += k as u64;
                 }
             }
@@ -207,9 +277,6 @@ pub fn garble<E>(
                 fi += n as usize;
             }
         }
-    }
-    if fill > 0 {
-        sink(&buf[..fill])?;
     }
     Ok(())
 }
@@ -532,6 +599,60 @@ mod tests {
         for c in [library::aes128(), all_kinds_circuit(77, 3, 4, 500, 6), wide] {
             let p = Program::compile(&c);
             check_hashers_agree(&p, &refs, 5, 5);
+        }
+    }
+
+    /// A sink that offers a fixed room and records the pieces it gets.
+    struct Pieces {
+        room: usize,
+        bytes: Vec<u8>,
+        sizes: Vec<usize>,
+    }
+
+    impl TableSink for Pieces {
+        type Error = ();
+        fn room(&self) -> usize {
+            self.room
+        }
+        fn put(&mut self, n: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), ()> {
+            assert!(n <= self.room && n % TABLE_BYTES == 0 && n > 0);
+            let at = self.bytes.len();
+            // Stale bytes, as in a reused send buffer: `fill` must overwrite them.
+            self.bytes.resize(at + n, 0xa5);
+            fill(&mut self.bytes[at..]);
+            self.sizes.push(n);
+            Ok(())
+        }
+    }
+
+    /// Pieces of whatever room a sink offers (down to one batch) make the
+    /// same table stream as the chunked closure sink, for every hasher.
+    #[test]
+    fn tables_are_the_same_in_any_pieces() {
+        let c = all_kinds_circuit(5, 4, 4, 3000, 4);
+        let p = Program::compile(&c);
+        let delta = Block(0x1234_5678_9abc_def1);
+        let mut g0 = vec![Block::ZERO; p.label_capacity()];
+        Prg::from_seed([4; 16]).fill(&mut g0);
+        for h in all_hashers() {
+            let (mut l, mut ctr, mut want) = (g0.clone(), 7, Vec::new());
+            let _: Result<(), ()> = garble(&p, &h, delta, &mut l, &mut ctr, &mut |b| {
+                want.extend_from_slice(b);
+                Ok(())
+            });
+            assert_eq!(want.len() as u64, p.and_gates() * TABLE_BYTES as u64);
+            for room in [TABLE_BYTES * BATCH, 1000, 1 << 20] {
+                let mut s = Pieces {
+                    room,
+                    bytes: Vec::new(),
+                    sizes: Vec::new(),
+                };
+                let (mut l2, mut ctr2) = (g0.clone(), 7);
+                garble_to(&p, &h, delta, &mut l2, &mut ctr2, &mut s).unwrap();
+                assert!(s.bytes == want, "room {room}: tables differ");
+                assert!(l2 == l && ctr2 == ctr);
+                assert!(s.sizes.iter().all(|&n| n <= room));
+            }
         }
     }
 

@@ -632,9 +632,7 @@ impl GarblerSession {
             }
 
             st.enter(Stage::Garble, ch);
-            gc::garble(&prog, hasher, delta, &mut labels, counter, &mut |b| {
-                ch.send(b)
-            })?;
+            gc::garble_to(&prog, hasher, delta, &mut labels, counter, ch)?;
 
             st.enter(Stage::Result, ch);
             ch.send(&bytes_from_bits(&gc::decode_bits(&prog, &labels)))?;
