@@ -615,7 +615,7 @@ mod tests {
             self.room
         }
         fn put(&mut self, n: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), ()> {
-            assert!(n <= self.room && n % TABLE_BYTES == 0 && n > 0);
+            assert!(n <= self.room && n.is_multiple_of(TABLE_BYTES) && n > 0);
             let at = self.bytes.len();
             // Stale bytes, as in a reused send buffer: `fill` must overwrite them.
             self.bytes.resize(at + n, 0xa5);
