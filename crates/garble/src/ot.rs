@@ -152,8 +152,8 @@ pub fn base_send<C: Channel>(
 /// sender's work overlaps ours; the multiplications by `A` come after the
 /// last chunk. (On a second thread they would finish sooner on a machine
 /// of our own, but where both parties share two cores that thread takes
-/// the core the sender needs, which is on the critical path: 3.7 -> 5 ms
-/// of wall time for 128 base OTs on the dev VM.)
+/// the core the sender needs, which is on the critical path: 4.0 -> 4.9-5.3
+/// ms of wall time for 128 base OTs on the dev VM.)
 pub fn base_receive<C: Channel>(
     ch: &mut C,
     choices: &[bool],
