@@ -13,6 +13,8 @@ pub const RELEVANT_CPU_FLAGS: &[&str] = &[
     "pclmulqdq",
     "avx2",
     "avx512f",
+    // The base OTs' curve arithmetic runs on it where present (docs/gc-2pc.md).
+    "avx512ifma",
     "sha_ni",
     "rdrand",
     "sgx",
