@@ -420,7 +420,15 @@ impl TcpChannel {
         if let Some(w) = self.writer.as_mut() {
             let block = std::mem::take(&mut self.wbuf);
             let len = std::mem::take(&mut self.wlen);
-            self.wbuf = w.push(block, len, self.timeout)?;
+            match w.push(block, len, self.timeout) {
+                Ok(next) => self.wbuf = next,
+                Err(e) => {
+                    // The block is gone with the connection; later sends
+                    // still need a block to fail on, not an empty buffer.
+                    self.wbuf = vec![0u8; TCP_BUFFER];
+                    return Err(e);
+                }
+            }
         }
         Ok(())
     }
@@ -814,5 +822,30 @@ mod tests {
             }
         }
         assert!(matches!(err, Some(ChannelError::Closed)), "{err:?}");
+    }
+
+    /// Without a flush, the writer thread's error comes back from a later
+    /// send; the sends after it, copied or in place, fail the same way
+    /// (no panic on the block that went down with the connection).
+    #[test]
+    fn tcp_sends_after_a_write_error_fail_cleanly() {
+        let (mut a, b) = tcp_pair(Duration::from_secs(5));
+        drop(b);
+        let block = vec![1u8; TCP_BUFFER];
+        let mut failed = false;
+        for _ in 0..64 {
+            if a.send(&block).is_err() {
+                failed = true;
+                break;
+            }
+        }
+        assert!(failed, "64 blocks to a closed peer all succeeded");
+        for _ in 0..3 {
+            assert!(matches!(a.send(&block), Err(ChannelError::Closed)));
+            assert!(matches!(
+                a.send_in_place(TCP_BUFFER, &mut |t| t.fill(2)),
+                Err(ChannelError::Closed)
+            ));
+        }
     }
 }
