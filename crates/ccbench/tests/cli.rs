@@ -749,8 +749,13 @@ fn gc_ed25519_bad_input_and_bad_peers_fail_cleanly() {
     assert_eq!(e.status.code(), Some(1), "{}", stderr(&e));
     assert!(stderr(&e).contains("not a ccbench"), "{}", stderr(&e));
 
-    // An evaluator that disconnects mid-session: the garbler fails promptly.
+    // An evaluator whose connection breaks mid-stream (a proxy cuts it once
+    // 8 MiB of the 515 MiB of tables have passed, however fast the session
+    // runs): the garbler fails promptly.
     let addr = format!("127.0.0.1:{}", free_port());
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let paddr = proxy.local_addr().unwrap().to_string();
+    let cut = cut_after(proxy, addr.clone(), 8 << 20);
     let start = Instant::now();
     let garbler = ccbench()
         .args([
@@ -778,19 +783,67 @@ fn gc_ed25519_bad_input_and_bad_peers_fail_cleanly() {
             "--input",
             &hexs(&mask),
             "--connect",
-            &addr,
+            &paddr,
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let g = garbler.wait_with_output().unwrap();
+    assert!(
+        cut.join().unwrap(),
+        "the session ended before the proxy cut it"
+    );
     let _ = ev.kill();
     let _ = ev.wait();
-    let g = garbler.wait_with_output().unwrap();
     assert_eq!(g.status.code(), Some(1), "{}", stderr(&g));
     assert!(stderr(&g).contains("session failed"), "{}", stderr(&g));
     assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+/// A TCP proxy for one connection: accepts it on `listener`, connects to
+/// `upstream` (retrying while it is not listening yet), forwards both ways,
+/// and closes both sides once `limit` bytes have come from upstream.
+/// Returns whether it cut the connection (rather than seeing it end first).
+fn cut_after(
+    listener: std::net::TcpListener,
+    upstream: String,
+    limit: usize,
+) -> std::thread::JoinHandle<bool> {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpStream};
+    std::thread::spawn(move || {
+        let (mut down, _) = listener.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut up = loop {
+            match TcpStream::connect(&upstream) {
+                Ok(s) => break s,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => panic!("proxy: cannot reach {upstream}: {e}"),
+            }
+        };
+        let (mut d2, mut u2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut d2, &mut u2);
+        });
+        let (mut buf, mut passed) = (vec![0u8; 1 << 16], 0usize);
+        while passed < limit {
+            match up.read(&mut buf) {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => {
+                    if down.write_all(&buf[..n]).is_err() {
+                        return false;
+                    }
+                    passed += n;
+                }
+            }
+        }
+        let _ = up.shutdown(Shutdown::Both);
+        let _ = down.shutdown(Shutdown::Both);
+        true
+    })
 }
 
 #[test]
