@@ -167,7 +167,7 @@ pub fn base_receive<C: Channel>(
     }
     let half = half();
     // Halves throughout: B/2 = (b/2) G + c (A/2), and the keys come from
-    // (b/2) A, so that one batch compression encodes B and bA.
+    // (b/2) A, so that the batch compressions, which double, encode B and bA.
     let a_half = half * big_a;
     let bhs: Vec<Scalar> = choices.iter().map(|_| random_scalar(rng) * half).collect();
     let cbs = send_points(ch, choices, &bhs, &a_half)?;
