@@ -323,7 +323,11 @@ fn switchless_misses_when_workers_are_busy() {
     let e = Enclave::builder("test")
         .switchless(SwitchlessConfig {
             num_tworkers: 1,
-            retries_before_fallback: 20_000,
+            // Long enough (some ms of spinning) for the worker to take the long call even
+            // when the scheduler first gives its core to the caller for a time slice (with
+            // 20,000 one run in twelve missed the long call in all ten attempts); short
+            // enough that the five short calls give up well inside the long call's second.
+            retries_before_fallback: 1_000_000,
             // The worker never sleeps, so it takes the long call at once.
             retries_before_sleep: u32::MAX,
             ecalls: vec![SLEEP_ECHO],
@@ -340,13 +344,13 @@ fn switchless_misses_when_workers_are_busy() {
         let before = e.trace().get(Direction::Ecall, SLEEP_ECHO).cloned();
         std::thread::scope(|s| {
             let e = &e;
-            // Occupies the only worker for ~400 ms.
-            let busy = s.spawn(move || e.ecall(SLEEP_ECHO, &[40]));
+            // Occupies the only worker for ~1 s.
+            let busy = s.spawn(move || e.ecall(SLEEP_ECHO, &[100]));
             std::thread::sleep(Duration::from_millis(100));
             for _ in 0..5 {
                 assert_eq!(e.ecall(SLEEP_ECHO, &[0]).unwrap(), [0]);
             }
-            assert_eq!(busy.join().unwrap().unwrap(), [40]);
+            assert_eq!(busy.join().unwrap().unwrap(), [100]);
         });
         let t = e.trace();
         let c = t.get(Direction::Ecall, SLEEP_ECHO).unwrap();
