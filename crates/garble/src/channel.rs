@@ -79,10 +79,19 @@ pub trait Channel {
         n: usize,
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), ChannelError> {
-        let mut tmp = vec![0u8; n];
-        fill(&mut tmp);
-        self.send(&tmp)
+        send_copied(self, n, fill)
     }
+}
+
+/// [`Channel::send_in_place`] through a temporary buffer and [`Channel::send`].
+fn send_copied<C: Channel + ?Sized>(
+    ch: &mut C,
+    n: usize,
+    fill: &mut dyn FnMut(&mut [u8]),
+) -> Result<(), ChannelError> {
+    let mut tmp = vec![0u8; n];
+    fill(&mut tmp);
+    ch.send(&tmp)
 }
 
 /// The least [`Channel::send_room`] of any channel.
@@ -491,9 +500,7 @@ impl Channel for TcpChannel {
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), ChannelError> {
         if n > TCP_BUFFER {
-            let mut tmp = vec![0u8; n];
-            fill(&mut tmp);
-            return self.send(&tmp);
+            return send_copied(self, n, fill);
         }
         if n > TCP_BUFFER - self.wlen {
             self.push_block()?;
