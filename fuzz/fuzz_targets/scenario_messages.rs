@@ -1,10 +1,10 @@
 //! Fuzzes the decoding of the scenarios' typed ecall messages through their one codec
-//! (`scenarios::codec::decode`): no input may panic, and whatever decodes re-encodes to the
+//! (`harness::codec::decode`): no input may panic, and whatever decodes re-encodes to the
 //! very bytes it came from (no trailing bytes ignored, no two encodings of one message).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use scenarios::codec::{Decode, Encode, decode};
+use harness::codec::{Decode, Encode, decode};
 use scenarios::dptree::service::InitRequest;
 use scenarios::dptree::tree::TreeError;
 use scenarios::tls_middlebox::service::{

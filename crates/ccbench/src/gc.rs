@@ -13,9 +13,9 @@ use garble::ed25519::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES};
 use garble::generator::Generator as _;
 use garble::session::{self, SessionOptions};
 use garble::{Circuit, GateKind, Party};
+use harness::hex::{hex, unhex};
 use measure::record::{Body, Record};
 use scenarios::gc2pc::{load_circuit, stage_breakdown};
-use scenarios::hex::{hex, unhex};
 
 use crate::Exit;
 use crate::args::{GcCircuitCommand, GcCommand, PartyArgs};

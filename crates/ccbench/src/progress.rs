@@ -3,8 +3,8 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use harness::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use scenarios::Progress;
 
 /// A progress bar for one scenario at a time.
 pub struct Bar {

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result};
+use harness::{Catalog, Context, Emit, Preset, RunOptions, ScalingSelection, ScenarioError};
 use measure::env::{BuildInfo, Env};
 use measure::jsonl::{RecordSink, read_records};
 use measure::record::{Body, Check, Record, Verdict};
 use report::verdicts::Verdicts;
-use scenarios::{Context, Emit, Preset, RunOptions, ScalingSelection, ScenarioError};
 
 use crate::args::{AbArgs, CompareArgs, CompareOpts, ReportArgs, RunArgs, Scaling};
 use crate::progress::Bar;
@@ -40,13 +40,14 @@ fn capture_env() -> Env {
     env
 }
 
-pub fn list() -> Result<ExitCode> {
-    let width = scenarios::registry()
+pub fn list(catalog: &Catalog) -> Result<ExitCode> {
+    let width = catalog
+        .all()
         .iter()
         .map(|s| s.name().len())
         .max()
         .unwrap_or(0);
-    for s in scenarios::registry() {
+    for s in catalog.all() {
         println!("{:width$}  {}", s.name(), s.description());
     }
     Ok(ExitCode::SUCCESS)
@@ -131,8 +132,10 @@ fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
     cancel
 }
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let selected = scenarios::resolve(&args.scenarios).map_err(|e| Exit::usage(e.to_string()))?;
+pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
+    let selected = catalog
+        .resolve(&args.scenarios)
+        .map_err(|e| Exit::usage(e.to_string()))?;
     let injected = injected_check()?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)

@@ -117,8 +117,9 @@ impl<'a> Ctx<'a> {
             .map(drop)
     }
 
-    /// The sealing keys, if the enclave was started with sealing enabled.
-    pub fn sealer(&self) -> Option<&Sealer> {
+    /// The sealing keys, if the enclave was started with sealing enabled. They outlive the
+    /// borrow of the context, so a call can hold them across its ocalls.
+    pub fn sealer(&self) -> Option<&'a Sealer> {
         self.sealer
     }
 

@@ -14,7 +14,7 @@ use aws_lc_rs::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
 use measure::params;
 use measure::sampler::try_sample;
 
-use crate::{At, Context, Scenario, ScenarioError};
+use harness::{At, Context, Scenario, ScenarioError};
 
 /// Message sizes for the AEADs and SHA-256, in bytes.
 pub const SIZES: &[usize] = &[256, 1024, 4096, 16384];

@@ -10,14 +10,14 @@ use enclave::seal::Policy;
 use enclave::{Backend, Ctx, Registry, Service, ServiceError};
 use measure::sampler::try_sample;
 
-use crate::boundary::{self, Config};
-use crate::{At, Context, Preset, Scenario, ScenarioError};
+use harness::boundary::{self, Config};
+use harness::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "sealing";
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.sealing";
 
-crate::calls! {
+harness::calls! {
     /// The service's ecalls; inputs and outputs are raw bytes (plaintext, sealed blob).
     enum Call {
         /// Seals the input to the enclave's measurement; returns the blob.
@@ -91,11 +91,7 @@ impl Scenario for SealingScenario {
         // Seal and unseal of the headline size per configuration, for the cost summary.
         let mut headline = Vec::new();
         for config in &configs {
-            let b = config.builder(ctx, SERVICE, &[], &[]);
-            let b = match &ctx.options.platform_key_dir {
-                Some(dir) => b.sealing_key_dir(dir),
-                None => b.sealing(),
-            };
+            let b = boundary::with_sealing(ctx, config.builder(ctx, SERVICE, &[], &[]));
             let e = boundary::start(b, &registry)?;
             for &size in sizes {
                 let mut p = config.params();

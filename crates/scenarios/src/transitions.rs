@@ -12,15 +12,15 @@ use enclave::{Backend, Ctx, Direction, Registry, Service, ServiceError};
 use measure::record::{Body, Check, Measurement, Table, Value, Verdict};
 use measure::sampler::{Samples, try_sample};
 
-use crate::boundary::{self, Config};
-use crate::codec::{Decode, Encode, decode};
-use crate::{At, Context, Preset, Scenario, ScenarioError};
+use harness::boundary::{self, Config};
+use harness::codec::{Decode, Encode, decode};
+use harness::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "transitions";
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.transitions";
 
-crate::calls! {
+harness::calls! {
     /// The service's ecalls.
     pub(crate) enum Call {
         /// Returns nothing.

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
 use common::{Collect, run};
+use harness::{Context, NoProgress, RunOptions, ScenarioError};
 use measure::record::Body;
-use scenarios::{Context, NoProgress, RunOptions, ScenarioError};
 
 #[test]
 fn crypto_quick_emits_valid_measurements() {
@@ -41,7 +41,11 @@ fn a_cancelled_run_stops_without_records() {
     let sink = Collect(Mutex::new(Vec::new()));
     let cancel = AtomicBool::new(true);
     let ctx = Context::new(&opts, &sink, &NoProgress, &cancel);
-    let err = scenarios::find("crypto").unwrap().run(&ctx).unwrap_err();
+    let err = scenarios::catalog()
+        .find("crypto")
+        .unwrap()
+        .run(&ctx)
+        .unwrap_err();
     assert!(matches!(err, ScenarioError::Cancelled));
     assert!(sink.0.into_inner().unwrap().is_empty());
 }

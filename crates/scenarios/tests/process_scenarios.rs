@@ -28,7 +28,7 @@ fn measurement<'a>(records: &'a [Record], backend: &str, name: &str) -> Vec<&'a 
 fn transitions_on_every_backend() {
     let dir = tempfile::tempdir().unwrap();
     let records = run("transitions", &options(dir.path()));
-    let sizes = scenarios::transitions::payload_sizes(scenarios::Preset::Quick).len();
+    let sizes = scenarios::transitions::payload_sizes(harness::Preset::Quick).len();
     for backend in ["native", "sandbox", "sandbox-switchless"] {
         let configs = if backend == "sandbox-switchless" {
             2
@@ -120,7 +120,7 @@ fn transition_model_is_named_in_every_enclave_record() {
 fn sealing_on_both_backends() {
     let dir = tempfile::tempdir().unwrap();
     let records = run("sealing", &options(dir.path()));
-    let sizes = scenarios::sealing::sizes(scenarios::Preset::Quick).len();
+    let sizes = scenarios::sealing::sizes(harness::Preset::Quick).len();
     for backend in ["native", "sandbox"] {
         for name in ["seal", "unseal"] {
             let m = measurement(&records, backend, name);
@@ -223,7 +223,7 @@ fn tls_middlebox_on_every_backend() {
     };
     let sink = common::Collect(Mutex::new(Vec::new()));
     let cancel = AtomicBool::new(false);
-    let ctx = scenarios::Context::new(&opts, &sink, &scenarios::NoProgress, &cancel);
+    let ctx = harness::Context::new(&opts, &sink, &harness::NoProgress, &cancel);
     TlsMiddlebox.run_plan(&ctx, &plan).unwrap();
     let records = sink.0.into_inner().unwrap();
     common::assert_valid(&records);
@@ -311,7 +311,7 @@ fn aes_two_party_between_processes() {
 }
 
 fn main() {
-    scenarios::run_if_child();
+    scenarios::run_if_child(&scenarios::enclave_services());
     let tests: [(&str, fn()); 6] = [
         ("dp_tree_on_every_backend", dp_tree_on_every_backend),
         (

@@ -243,7 +243,7 @@ fn the_scenario_runs_and_its_records_validate() {
 }
 
 fn main() {
-    scenarios::run_if_child();
+    scenarios::run_if_child(&scenarios::enclave_services());
     let tests: [(&str, fn()); 6] = [
         ("every_configuration_end_to_end_native", || {
             every_configuration_end_to_end(Backend::Native)

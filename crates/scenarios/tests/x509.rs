@@ -13,9 +13,9 @@ use std::time::Duration;
 use common::{run, run_tests};
 
 use enclave::Backend;
+use harness::RunOptions;
+use harness::boundary::Config;
 use measure::record::{Body, Record};
-use scenarios::RunOptions;
-use scenarios::boundary::Config;
 use scenarios::x509::{self, Allocator, Chain, KeyKind, LeafValidity, X509Config};
 
 #[global_allocator]
@@ -139,7 +139,7 @@ fn short_run_emits_valid_records() {
 }
 
 fn main() {
-    scenarios::run_if_child();
+    scenarios::run_if_child(&scenarios::enclave_services());
     let tests: [(&str, fn()); 3] = [
         (
             "tampered_chains_are_rejected_in_the_sandbox",

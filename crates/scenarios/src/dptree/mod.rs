@@ -23,8 +23,8 @@ use measure::record::{Body, Calibration, ScalingMode, ScalingPoint, Value};
 use measure::sampler::black_box;
 use measure::sweep::{SweepConfig, SweepError, sweep_with_setup};
 
-use crate::boundary::{self, Config};
-use crate::{Context, Preset, RunOptions, Scenario, ScenarioError};
+use harness::boundary::{self, Config};
+use harness::{Context, Preset, RunOptions, Scenario, ScenarioError};
 use service::{Call, Client, ClientError, SERVICE};
 
 pub use self::analysis::{

@@ -7,7 +7,7 @@
 //!
 //! # Messages
 //!
-//! Through the crate's codec ([`crate::codec`]): `init` an [`InitRequest`]; `add` one `f64`;
+//! Through the crate's codec ([`harness::codec`]): `init` an [`InitRequest`]; `add` one `f64`;
 //! `sum` nothing; `add_batch` a `Vec<f64>`. Every reply is a `Result` of the payload
 //! (`init`: nothing; `add`, `sum`: one `f64`; `add_batch`: the prefix sums) and a
 //! [`TreeError`], so the host gets the same typed error the tree raised. A malformed input
@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use enclave::{Ctx, Enclave, Registry, Service, ServiceError};
 
 use super::tree::{Tree, TreeError};
-use crate::codec::{CodecError, Decode, Encode, decode};
+use harness::codec::{CodecError, Decode, Encode, decode};
 
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.dp-tree";
 
-crate::calls! {
+harness::calls! {
     /// The service's ecalls.
     pub enum Call {
         /// `init(n, sigma)`: a new tree, fresh noise.

@@ -36,9 +36,9 @@ use measure::sampler::Samples;
 use measure::stages::Stages;
 
 use crate::gc2pc::{spec_fields, spec_text};
-use crate::hex::{hex, unhex};
-use crate::{At, Context, Preset, Scenario, ScenarioError};
 use analysis::{Counts, GateCosts, Ours};
+use harness::hex::{hex, unhex};
+use harness::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "ed25519-2pc";
 /// Environment variable that makes this binary the evaluator of one signature.

@@ -34,7 +34,7 @@ use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 pub use self::peer::{TwoParty, two_party, two_party_both};
 pub(crate) use self::peer::{run_child_if, spec_fields, spec_text, with_evaluator};
-use crate::{At, Context, Preset, Scenario, ScenarioError};
+use harness::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "gc-2pc";
 

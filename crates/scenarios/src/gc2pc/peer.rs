@@ -12,8 +12,8 @@ use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
 
 use super::circuit;
-use crate::hex::{hex, unhex};
-use crate::{At, ScenarioError};
+use harness::hex::{hex, unhex};
+use harness::{At, ScenarioError};
 
 /// Environment variable that makes this binary the evaluator of one session.
 pub const EVALUATOR_ENV: &str = "CCBENCH_GC_EVALUATOR";

@@ -27,10 +27,10 @@ use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
 
 use super::Plan;
 use super::analysis::published;
-use crate::boundary::{self, Config};
-use crate::codec::Encode;
 use crate::transitions::{self, Call as TCall, Reads};
-use crate::{At, Context, ScenarioError};
+use harness::boundary::{self, Config};
+use harness::codec::Encode;
+use harness::{At, Context, ScenarioError};
 
 /// Where the workers go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use aws_lc_rs::hmac;
 
 use super::records::{ContentType, HEADER_LEN};
-use crate::codec::{Decode, Encode};
+use harness::codec::{Decode, Encode};
 
 /// Bytes of a TLS 1.2 master secret.
 pub const MASTER_SECRET_LEN: usize = 48;

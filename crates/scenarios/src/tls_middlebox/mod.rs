@@ -51,9 +51,9 @@ use measure::record::{Body, Cost, CostFigure, Params, Value};
 use measure::sampler::Samples;
 use measure::sweep::available_cores;
 
-use crate::boundary::{self, Config};
-use crate::{At, Context, Preset, RunOptions, Scenario, ScenarioError};
 use analysis::{Breakdown, Row};
+use harness::boundary::{self, Config};
+use harness::{At, Context, Preset, RunOptions, Scenario, ScenarioError};
 use pki::Pki;
 use relay::Middlebox;
 use service::{Call, Client, EngineLimits, SERVICE};

@@ -13,8 +13,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{ClientConfig, KeyLog, RootCertStore, ServerConfig};
 
 use super::service::{EngineKey, KeyShare, seal_share};
-use crate::At;
-use crate::ScenarioError;
+use harness::At;
+use harness::ScenarioError;
 
 /// The server name the certificate is for.
 pub const SERVER_NAME: &str = "middlebox.ccbench.test";

@@ -32,7 +32,7 @@ use hpke::{Deserializable, Kem, OpModeR, OpModeS, Serializable};
 
 use super::keys::{Direction, KeyBlock, MASTER_SECRET_LEN, MasterSecret, OpenError, Opener};
 use super::records::{self, ContentType};
-use crate::codec::{self, Decode, Encode};
+use harness::codec::{self, Decode, Encode};
 
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.tls-middlebox";
@@ -40,7 +40,7 @@ pub const SERVICE: &str = "ccbench.tls-middlebox";
 /// HPKE's `info` for key shares.
 pub const SHARE_INFO: &[u8] = b"ccbench tls-middlebox key share v1";
 
-crate::calls! {
+harness::calls! {
     /// The seven ecalls, after SGXBox's.
     pub enum Call {
         /// Limits and the key-share key pair.

@@ -21,8 +21,8 @@ use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection};
 
 use super::pki::{Pki, SERVER_NAME, ShareChannel, ShareFn, ShareLog, client_config, server_config};
 use super::relay::{DirReport, FlowReport, Middlebox};
-use crate::At;
-use crate::ScenarioError;
+use harness::At;
+use harness::ScenarioError;
 
 /// The inspection patterns: upper case, digits and dashes, so the lower-case filler of the
 /// payloads never contains one by chance.

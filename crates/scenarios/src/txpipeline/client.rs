@@ -17,7 +17,7 @@ use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, OpModeS, Serializable};
 use parity_scale_codec::{Decode, Encode};
 
-use crate::codec::decode;
+use harness::codec::decode;
 
 use super::proto::{
     AccountId, CALL_WORKER, Era, Extrinsic, Payload, SetupRequest, WORKER_PALLET,

@@ -41,8 +41,8 @@ use measure::sampler::{SamplerConfig, Samples, sample, try_sample, try_sample_cu
 use measure::stages::Stages;
 use parity_scale_codec::Encode;
 
-use crate::boundary::{self, Config};
-use crate::{At, Context, Scenario, ScenarioError};
+use harness::boundary::{self, Config};
+use harness::{At, Context, Scenario, ScenarioError};
 
 use self::analysis::str_param;
 pub use self::analysis::{

@@ -23,7 +23,7 @@ use hpke::{Deserializable, Kem, OpModeR, Serializable};
 use measure::sampler::black_box;
 use parity_scale_codec::{Compact, Encode};
 
-use crate::codec::decode;
+use harness::codec::decode;
 
 use super::proto::{
     CALL_WORKER, Call, Era, Extrinsic, Payload, PublicKeys, SetupRequest, State, Step, StepRequest,

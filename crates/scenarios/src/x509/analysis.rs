@@ -11,7 +11,7 @@ use measure::sweep::speedup_efficiency;
 
 use super::Sweep;
 use super::chain::{Chain, KeyKind, VERIFY_AT};
-use crate::hex::hex;
+use harness::hex::hex;
 
 /// A fixed-duration pass as a weak-scaling point relative to `base` (the sweep's first).
 pub(super) fn scaling_point(pass: &DurationPass, base: Option<&ScalingPoint>) -> ScalingPoint {

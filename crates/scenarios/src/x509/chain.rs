@@ -13,10 +13,10 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, SignatureVerificationAlgorithm, UnixTime};
 use webpki::{EndEntityCert, KeyUsage, anchor_from_trusted_cert};
 
-use crate::At;
-use crate::ScenarioError;
-use crate::codec::Encode;
-use crate::hex::hex;
+use harness::At;
+use harness::ScenarioError;
+use harness::codec::Encode;
+use harness::hex::hex;
 
 /// The fixed verification time: 2025-06-01T00:00:00Z, inside every valid chain's validity.
 pub const VERIFY_AT: u64 = 1_748_736_000;

@@ -29,9 +29,9 @@ pub use self::chain::{Chain, KeyKind, LeafValidity, VERIFY_AT, X509Error, chain_
 pub use self::service::{
     AllocReport, Allocator, Call, LoadRequest, LoopRequest, SERVICE, register,
 };
-use crate::boundary::{self, Config};
-use crate::codec::{Encode, decode};
-use crate::{At, Context, Preset, Scenario, ScenarioError};
+use harness::boundary::{self, Config};
+use harness::codec::{Encode, decode};
+use harness::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "x509";
 

@@ -9,12 +9,12 @@ use enclave::{Ctx, Registry, Service, ServiceError};
 use rustls_pki_types::{CertificateDer, UnixTime};
 
 use super::chain::{X509Error, verify_once};
-use crate::codec::{CodecError, Decode, Encode, decode};
+use harness::codec::{CodecError, Decode, Encode, decode};
 
 /// The enclave service's name.
 pub const SERVICE: &str = "ccbench.x509";
 
-crate::calls! {
+harness::calls! {
     /// The service's ecalls.
     pub enum Call {
         /// Input: a [`LoadRequest`]. Replaces the chain the service holds.

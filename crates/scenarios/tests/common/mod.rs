@@ -9,9 +9,9 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use harness::{Context, Emit, NoProgress, RunOptions, ScenarioError};
 use measure::record::Record;
 use measure::sampler::SamplerConfig;
-use scenarios::{Context, Emit, NoProgress, RunOptions, ScenarioError};
 
 /// Keeps the records a scenario emits.
 pub struct Collect(pub Mutex<Vec<Record>>);
@@ -48,7 +48,7 @@ pub fn run(name: &str, opts: &RunOptions) -> Vec<Record> {
     let sink = Collect(Mutex::new(Vec::new()));
     let cancel = AtomicBool::new(false);
     let ctx = Context::new(opts, &sink, &NoProgress, &cancel);
-    scenarios::find(name).unwrap().run(&ctx).unwrap();
+    scenarios::catalog().find(name).unwrap().run(&ctx).unwrap();
     let records = sink.0.into_inner().unwrap();
     assert_valid(&records);
     records

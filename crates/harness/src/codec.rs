@@ -66,7 +66,7 @@ impl From<UnknownCall> for enclave::ServiceError {
 /// dispatch, plus `ALL` and `name()` for traces and tables.
 ///
 /// ```
-/// scenarios::calls! {
+/// harness::calls! {
 ///     /// The calls of a counter service.
 ///     pub enum Call {
 ///         /// Adds one.

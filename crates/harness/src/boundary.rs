@@ -89,6 +89,15 @@ impl Config {
     }
 }
 
+/// Enables sealing on `builder`, with the platform root key where the run's options keep it
+/// (`RunOptions::platform_key_dir`, else the user's data directory).
+pub fn with_sealing(ctx: &Context<'_>, builder: EnclaveBuilder) -> EnclaveBuilder {
+    match &ctx.options.platform_key_dir {
+        Some(dir) => builder.sealing_key_dir(dir),
+        None => builder.sealing(),
+    }
+}
+
 /// Starts an enclave, turning a start-up failure into a scenario error naming the service.
 pub fn start(builder: EnclaveBuilder, registry: &Registry) -> Result<Enclave, ScenarioError> {
     builder.start(registry).at("starting the enclave")
