@@ -83,6 +83,10 @@ pub struct PartyArgs {
     /// Seconds to wait for the peer (to connect, or to send the next bytes).
     #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
     pub timeout: f64,
+    /// Also write the session's records (`results.jsonl`) and report (`report.md`,
+    /// `report.html`) into this folder, as `ccbench run` does.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +140,11 @@ pub struct RunArgs {
     /// hotcalls-ocall-cold, sgxbox-ecall). Records made under it carry its name.
     #[arg(long, value_name = "CYCLES|PRESET", value_parser = parse_model)]
     pub transition_cycles: Option<TransitionModel>,
+    /// Seconds one ecall into a sandboxed enclave may take before it fails and that enclave
+    /// is ended (a service that never returns does not hang the run).
+    #[arg(long, value_name = "SECONDS", default_value_t = harness::context::DEFAULT_CALL_TIMEOUT.as_secs_f64(),
+          value_parser = parse_seconds)]
+    pub call_timeout: f64,
     /// Output folder [default: results/<UTC timestamp>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -146,6 +155,18 @@ pub struct RunArgs {
     /// for CI.
     #[arg(long)]
     pub strict: bool,
+    /// gc-2pc: measure this circuit instead of the built-in three: a Bristol Fashion (or old
+    /// Bristol) file, or a library name (aes128, sha256, mulN). Repeatable.
+    #[arg(long, value_name = "FILE|NAME")]
+    pub circuit: Vec<String>,
+    /// gc-2pc with --circuit: the garbler's input as hex (least significant bit of the first
+    /// byte first) for every --circuit [default: deterministic bytes of the right width].
+    /// A benchmark input, visible in `ps`: not for secrets.
+    #[arg(long, value_name = "HEX", requires = "circuit")]
+    pub garbler_input: Option<String>,
+    /// gc-2pc with --circuit: the evaluator's input as hex, as --garbler-input.
+    #[arg(long, value_name = "HEX", requires = "circuit")]
+    pub evaluator_input: Option<String>,
 }
 
 #[derive(Debug, Args)]

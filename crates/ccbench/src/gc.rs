@@ -199,7 +199,8 @@ fn sign_party(
         measure::params! {"circuit" => name.as_str(), "evaluations" => 1u64},
         Body::Stages(stage_breakdown(&format!("{label}, {name}"), r)),
     );
-    eprintln!("{}", report::terminal_summary(&[rec]));
+    eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));
+    save(a.out.as_deref(), rec)?;
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     if bytes.len() != OUTPUT_BYTES {
         anyhow::bail!("the session returned {} output bytes", bytes.len());
@@ -314,11 +315,21 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
         measure::params! {"circuit" => a.circuit.as_str(), "evaluations" => r.evaluations},
         Body::Stages(stage_breakdown(&format!("{label}, {}", a.circuit), r)),
     );
-    eprintln!("{}", report::terminal_summary(&[rec]));
+    eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));
+    save(a.out.as_deref(), rec)?;
     for o in out.output_bytes().iter().take(1) {
         println!("{}", hex(o));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// With `--out DIR`: the session's record into `DIR/results.jsonl`, and its report.
+fn save(out: Option<&Path>, rec: Record) -> Result<()> {
+    if let Some(dir) = out {
+        let html = crate::run::save(dir, &[rec])?;
+        eprintln!("report: {}", html.display());
+    }
+    Ok(())
 }
 
 /// The connection to the other party: the garbler listens on `addr`, the evaluator connects

@@ -9,7 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result};
-use harness::{Catalog, Context, Emit, Preset, RunOptions, ScalingSelection, ScenarioError};
+use harness::hex::unhex;
+use harness::{
+    Catalog, CircuitChoice, Context, Emit, Preset, RunOptions, ScalingSelection, Scenario,
+    ScenarioError,
+};
 use measure::env::{BuildInfo, Env};
 use measure::jsonl::{RecordSink, read_records};
 use measure::record::{Body, Check, Record, Verdict};
@@ -132,10 +136,44 @@ fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
     cancel
 }
 
+/// The circuits of `--circuit`, each loaded and its inputs' widths checked before anything
+/// runs: a bad file or width is a usage error (exit 2) naming it.
+fn circuit_choices(args: &RunArgs, selected: &[&dyn Scenario]) -> Result<Vec<CircuitChoice>> {
+    if args.circuit.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !selected.iter().any(|s| s.name() == scenarios::gc2pc::NAME) {
+        return Err(Exit::usage(format!(
+            "--circuit applies to the {} scenario, which this run does not include",
+            scenarios::gc2pc::NAME
+        ))
+        .into());
+    }
+    let hex_input = |v: &Option<String>, flag: &str| -> Result<Option<Vec<u8>>> {
+        v.as_deref()
+            .map(|h| unhex(h).map_err(|e| Exit::usage(format!("{flag}: {e}")).into()))
+            .transpose()
+    };
+    let garbler_input = hex_input(&args.garbler_input, "--garbler-input")?;
+    let evaluator_input = hex_input(&args.evaluator_input, "--evaluator-input")?;
+    let mut out = Vec::new();
+    for spec in &args.circuit {
+        let choice = CircuitChoice {
+            spec: spec.clone(),
+            garbler_input: garbler_input.clone(),
+            evaluator_input: evaluator_input.clone(),
+        };
+        scenarios::gc2pc::choose(&choice).map_err(|e| Exit::usage(e.to_string()))?;
+        out.push(choice);
+    }
+    Ok(out)
+}
+
 pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
     let selected = catalog
         .resolve(&args.scenarios)
         .map_err(|e| Exit::usage(e.to_string()))?;
+    let circuits = circuit_choices(&args, &selected)?;
     let injected = injected_check()?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)
@@ -160,6 +198,8 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         transition_model: args.transition_cycles.clone(),
         sampler: None,
         platform_key_dir: None,
+        circuits,
+        call_timeout: Some(Duration::from_secs_f64(args.call_timeout)),
     };
     let sink = Sink {
         file: RecordSink::create(&results)?,
@@ -305,6 +345,29 @@ fn injected_check() -> Result<Option<Check>> {
             .into());
         }
     }))
+}
+
+/// Writes `records` (after this machine's environment record) as `results.jsonl` in
+/// `out_dir`, then the report from that file, as `run` does; returns the HTML report's path.
+pub fn save(out_dir: &Path, records: &[Record]) -> Result<PathBuf> {
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("creating the output folder {}", out_dir.display()))?;
+    let results = out_dir.join("results.jsonl");
+    let sink = RecordSink::create(&results)?;
+    sink.write(&Record::new(
+        "run",
+        "host",
+        measure::params! {},
+        Body::Env(capture_env()),
+    ))?;
+    for r in records {
+        sink.write(r)?;
+    }
+    drop(sink);
+    let records = read_records(&results)?;
+    let written = report::write_report(&records, out_dir, &report::Options::default())
+        .with_context(|| format!("writing the report into {}", out_dir.display()))?;
+    Ok(written.html)
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {

@@ -338,6 +338,7 @@ fn waiter(rt: &Runtime) -> Waiter<'_> {
         spin: rt.spin,
         lost: None,
         gate: Some(rt.shm.u32(shm::H_SPIN_GATE)),
+        deadline: None,
     }
 }
 

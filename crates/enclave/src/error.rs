@@ -30,6 +30,16 @@ pub enum Error {
         /// The panic message.
         message: String,
     },
+    /// The call did not return within the enclave's call time limit
+    /// ([`crate::EnclaveBuilder::call_timeout`]); the host ended the enclave, so every later
+    /// call fails with [`Error::EnclaveLost`].
+    #[error("ecall {call_id} did not return within {limit:?}; the enclave was ended")]
+    CallTimeout {
+        /// The call id.
+        call_id: u32,
+        /// The limit.
+        limit: std::time::Duration,
+    },
     /// The service does not know this call id.
     #[error("the enclave has no ecall {0}")]
     UnknownCall(u32),

@@ -349,6 +349,9 @@ pub(crate) struct Waiter<'a> {
     pub lost: Option<&'a AtomicBool>,
     /// The spin gate ([`H_SPIN_GATE`]): spin only while it is non-zero (`None`: always).
     pub gate: Option<&'a AtomicU32>,
+    /// When the host stops waiting for this conversation (host side only; checked at least
+    /// every [`HOST_WAIT_TIMEOUT`]).
+    pub deadline: Option<Instant>,
 }
 
 /// Why a conversation stopped.
@@ -358,6 +361,8 @@ pub(crate) enum ConvError {
     Lost,
     /// The peer broke the protocol.
     Wire(WireError),
+    /// The waiter's deadline passed.
+    Deadline,
 }
 
 impl From<WireError> for ConvError {
@@ -399,6 +404,9 @@ pub(crate) fn wait_while(
                 if lost(w) {
                     return Err(ConvError::Lost);
                 }
+                if w.deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(ConvError::Deadline);
+                }
                 if start.elapsed() >= w.spin {
                     break;
                 }
@@ -408,6 +416,9 @@ pub(crate) fn wait_while(
     loop {
         if lost(w) {
             return Err(ConvError::Lost);
+        }
+        if w.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(ConvError::Deadline);
         }
         sleeping.store(1, Ordering::SeqCst);
         let v = word.load(Ordering::SeqCst);

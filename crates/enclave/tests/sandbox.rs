@@ -536,12 +536,45 @@ fn tempdir() -> String {
     d.to_str().unwrap().to_owned()
 }
 
+/// A call that does not return within the enclave's call limit fails with `CallTimeout`
+/// soon after the limit (not when the service finishes), and the enclave is ended: later
+/// calls fail at once with `EnclaveLost`.
+fn a_call_past_its_limit_fails_and_ends_the_enclave() {
+    let e = Enclave::builder("test")
+        .call_timeout(Some(Duration::from_millis(300)))
+        .start(&registry())
+        .unwrap();
+    assert_eq!(e.ecall(SLEEP_ECHO, &[1]).unwrap(), vec![1]);
+    let t = std::time::Instant::now();
+    // 255 * 10 ms: far past the limit.
+    match e.ecall(SLEEP_ECHO, &[255]) {
+        Err(Error::CallTimeout { call_id, limit }) => {
+            assert_eq!(call_id, SLEEP_ECHO);
+            assert_eq!(limit, Duration::from_millis(300));
+        }
+        other => panic!("expected a call timeout, got {other:?}"),
+    }
+    let waited = t.elapsed();
+    assert!(
+        waited < Duration::from_millis(1500),
+        "the caller waited {waited:?}"
+    );
+    assert!(matches!(
+        e.ecall(ECHO, b"x"),
+        Err(Error::EnclaveLost { .. })
+    ));
+}
+
 fn main() {
     let reg = registry();
     enclave::child::run_if_enclave(&reg);
 
     let tests: &[(&str, fn())] = &[
         ("round_trips", round_trips),
+        (
+            "a_call_past_its_limit_fails_and_ends_the_enclave",
+            a_call_past_its_limit_fails_and_ends_the_enclave,
+        ),
         ("chunked_payloads", chunked_payloads),
         ("hammer_8_threads_4_tcs", hammer_8_threads_4_tcs),
         (

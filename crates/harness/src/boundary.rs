@@ -64,8 +64,9 @@ impl Config {
         p
     }
 
-    /// A builder for `service` under this configuration; `ecalls` and `ocalls` are the ids
-    /// made switchless when the configuration has workers.
+    /// A builder for `service` under this configuration, with the run's transition-cost
+    /// model and call time limit; `ecalls` and `ocalls` are the ids made switchless when the
+    /// configuration has workers.
     pub fn builder(
         &self,
         ctx: &Context<'_>,
@@ -75,7 +76,8 @@ impl Config {
     ) -> EnclaveBuilder {
         let mut b = Enclave::builder(service)
             .backend(self.backend)
-            .transition_model(ctx.options.transition_model.clone());
+            .transition_model(ctx.options.transition_model.clone())
+            .call_timeout(ctx.options.call_timeout);
         if let Ok(workers @ 1..) = u32::try_from(self.workers) {
             b = b.switchless(SwitchlessConfig {
                 num_tworkers: workers,
@@ -87,6 +89,19 @@ impl Config {
         }
         b
     }
+}
+
+/// One ecall, a failure named by the call and the service: `ecall put of kv-store: the
+/// enclave lost: ...`. `call` is the call's name in traces.
+pub fn ecall(
+    enclave: &Enclave,
+    call_id: u32,
+    call: &str,
+    input: &[u8],
+) -> Result<Vec<u8>, ScenarioError> {
+    enclave
+        .ecall(call_id, input)
+        .at(&format!("ecall {call} of {}", enclave.service_name()))
 }
 
 /// Enables sealing on `builder`, with the platform root key where the run's options keep it

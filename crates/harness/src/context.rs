@@ -63,6 +63,28 @@ pub struct RunOptions {
     /// Where sealing keeps the platform root key (default: `$CCBENCH_PLATFORM_KEY_DIR`, else
     /// the user's data directory; created with mode 0600 on first use).
     pub platform_key_dir: Option<PathBuf>,
+    /// Circuits of the user's (`--circuit`) that `gc-2pc` measures instead of its own.
+    pub circuits: Vec<CircuitChoice>,
+    /// How long one ecall into a sandboxed enclave started through
+    /// [`crate::boundary::Config::builder`] may take before the call fails and the enclave
+    /// is ended (a service that never returns must not hang the run); `None`: no limit.
+    pub call_timeout: Option<Duration>,
+}
+
+/// The default of [`RunOptions::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A circuit given on the command line (`--circuit`): a Bristol Fashion file or a library
+/// name, with the parties' inputs when the user gave them (else the scenario makes inputs of
+/// the right widths). Benchmark inputs, not secrets: they appear in `ps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CircuitChoice {
+    /// The file's path or the library circuit's name.
+    pub spec: String,
+    /// The garbler's input bytes, least significant bit of the first byte first.
+    pub garbler_input: Option<Vec<u8>>,
+    /// The evaluator's input bytes.
+    pub evaluator_input: Option<Vec<u8>>,
 }
 
 impl RunOptions {
@@ -77,6 +99,8 @@ impl RunOptions {
             transition_model: None,
             sampler: None,
             platform_key_dir: None,
+            circuits: Vec::new(),
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }
 

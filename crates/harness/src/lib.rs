@@ -18,7 +18,9 @@ pub mod context;
 pub mod hex;
 
 pub use codec::{Decode, Encode};
-pub use context::{Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection};
+pub use context::{
+    CircuitChoice, Context, Emit, NoProgress, Preset, Progress, RunOptions, ScalingSelection,
+};
 /// The enclave engine: `Service`, `Ctx`, `Registry`, `Enclave` and its builder.
 pub use enclave;
 /// The measurement harness: the sampler, statistics, records.

@@ -381,3 +381,74 @@ pub fn call_name(direction: harness::enclave::Direction, id: u32) -> String {
     };
     name.map_or_else(|| format!("#{id}"), str::to_owned)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Client;
+    use harness::enclave::{Backend, Enclave};
+
+    fn start(dir: &std::path::Path) -> (Enclave, Store) {
+        let store = Store::open(dir.join("store")).unwrap();
+        let b = Enclave::builder(SERVICE)
+            .backend(Backend::Native)
+            .sealing_key_dir(dir.join("keys"));
+        let e = store.ocalls(b).start(&register(Registry::new())).unwrap();
+        (e, store)
+    }
+
+    #[test]
+    fn round_trips_and_refuses_what_the_host_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (e, store) = start(dir.path());
+        let c = Client::new(&e);
+        assert_eq!(c.put(b"a", b"one").unwrap(), Ok(1));
+        assert_eq!(c.put(b"a", b"two").unwrap(), Ok(2));
+        assert_eq!(c.get(b"a").unwrap(), Ok(Some(b"two".to_vec())));
+        assert_eq!(c.get(b"missing").unwrap(), Ok(None));
+        assert_eq!(c.put(b"", b"x").unwrap(), Err(KvError::BadKey { len: 0 }));
+        assert!(
+            !std::fs::read(store.path_of(b"a"))
+                .unwrap()
+                .windows(3)
+                .any(|w| w == b"two")
+        );
+
+        // Another key's blob under this key's name: sealed for another key.
+        c.put(b"b", b"bee").unwrap().unwrap();
+        std::fs::copy(store.path_of(b"b"), store.path_of(b"a")).unwrap();
+        assert!(matches!(
+            c.get(b"a").unwrap(),
+            Err(KvError::Tampered { reason, .. }) if reason.contains("another key")
+        ));
+
+        // A blob that vanishes from the host's disk is a rollback, not an absent key.
+        c.put(b"a", b"three").unwrap().unwrap();
+        std::fs::remove_file(store.path_of(b"a")).unwrap();
+        assert!(matches!(
+            c.get(b"a").unwrap(),
+            Err(KvError::Rollback { found: 0, .. })
+        ));
+
+        // A deleted key's old blob put back: refused.
+        c.put(b"a", b"four").unwrap().unwrap();
+        let old = std::fs::read(store.path_of(b"a")).unwrap();
+        assert_eq!(c.delete(b"a").unwrap(), Ok(true));
+        std::fs::write(store.path_of(b"a"), &old).unwrap();
+        assert!(matches!(
+            c.get(b"a").unwrap(),
+            Err(KvError::Rollback { .. })
+        ));
+        // ... and a put after the delete continues the versions.
+        assert_eq!(c.put(b"a", b"five").unwrap(), Ok(5));
+        assert_eq!(c.get(b"a").unwrap(), Ok(Some(b"five".to_vec())));
+    }
+
+    #[test]
+    fn the_host_refuses_names_that_are_not_a_keys_hex() {
+        for bad in ["", "../etc", "a/b", "0g", &"a".repeat(2 * MAX_KEY + 1)] {
+            assert!(checked_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(checked_name("00ff"), Ok("00ff"));
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use harness::codec::{self, Decode, Encode};
 use harness::enclave::Enclave;
-use harness::{At, ScenarioError};
+use harness::{At, ScenarioError, boundary};
 
 use crate::service::{Call, Delete, Get, KvError, Put};
 
@@ -27,10 +27,7 @@ impl<'a> Client<'a> {
         call: Call,
         request: &impl Encode,
     ) -> Result<Result<R, KvError>, ScenarioError> {
-        let reply = self
-            .enclave
-            .ecall(call.into(), &request.encode())
-            .at(call.name())?;
+        let reply = boundary::ecall(self.enclave, call.into(), call.name(), &request.encode())?;
         codec::decode(call.name(), &reply).at(call.name())
     }
 

@@ -101,6 +101,7 @@ pub struct EnclaveBuilder {
     executable: Option<PathBuf>,
     seccomp: SeccompMode,
     start_timeout: Duration,
+    call_timeout: Option<Duration>,
 }
 
 /// Default TCS slots.
@@ -132,6 +133,7 @@ impl EnclaveBuilder {
             executable: None,
             seccomp: SeccompMode::Deny,
             start_timeout: Duration::from_secs(20),
+            call_timeout: None,
         }
     }
 
@@ -216,6 +218,14 @@ impl EnclaveBuilder {
     /// How long the enclave may take to start (default 20 s).
     pub fn start_timeout(mut self, d: Duration) -> Self {
         self.start_timeout = d;
+        self
+    }
+    /// How long one ecall may take, ocalls included (default: no limit). On the sandbox a
+    /// call still running then fails with [`Error::CallTimeout`] and the host ends the
+    /// enclave (its thread is stuck inside the service). The native backend runs the service
+    /// on the caller's thread and cannot stop it: the limit applies to the sandbox only.
+    pub fn call_timeout(mut self, d: Option<Duration>) -> Self {
+        self.call_timeout = d;
         self
     }
 

@@ -31,6 +31,8 @@ pub(super) struct SandboxImp {
     free_tcs: Arc<AtomicU32>,
     tcs_waiters: AtomicU32,
     spin: Duration,
+    /// The limit of one ecall ([`super::EnclaveBuilder::call_timeout`]).
+    call_timeout: Option<Duration>,
     /// Cores this process may run on: the spin gate's measure.
     cores: u32,
     pub(super) pid: u32,
@@ -275,6 +277,7 @@ impl SandboxImp {
             free_tcs,
             tcs_waiters: AtomicU32::new(0),
             spin: b.spin,
+            call_timeout: b.call_timeout,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             pid,
             pidfd,
@@ -378,6 +381,7 @@ impl SandboxImp {
             spin: self.spin,
             lost: Some(&self.lost),
             gate: Some(self.shm.u32(shm::H_SPIN_GATE)),
+            deadline: self.call_timeout.map(|t| Instant::now() + t),
         }
     }
 
@@ -505,6 +509,18 @@ impl SandboxImp {
                 }
             }
             Err(ConvError::Lost) => Err(self.lost_error()),
+            Err(ConvError::Deadline) => {
+                // The service's thread is still inside the call, holding its slot: the only
+                // way to get the enclave back to a known state is to end it.
+                let limit = self.call_timeout.unwrap_or_default();
+                if let Ok(mut r) = self.lost_reason.lock() {
+                    r.get_or_insert(format!(
+                        "killed by the host: ecall {call_id} did not return within {limit:?}"
+                    ));
+                }
+                self.kill();
+                Err(Error::CallTimeout { call_id, limit })
+            }
             Err(ConvError::Wire(w)) => {
                 if let Ok(mut r) = self.lost_reason.lock() {
                     r.get_or_insert(format!(
@@ -671,6 +687,7 @@ impl UworkerCtx {
             spin: self.spin,
             lost: Some(&self.lost),
             gate: None,
+            deadline: None,
         };
         let stop = || self.stop.load(Ordering::Relaxed) || self.lost.load(Ordering::Relaxed);
         pool.work(

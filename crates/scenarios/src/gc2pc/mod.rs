@@ -9,6 +9,10 @@
 //!   a child process (this binary again, see [`run_if_evaluator`]) evaluates. Single-shot
 //!   (one evaluation per session, OT included) and bulk (many evaluations per session).
 //!
+//! Given circuits of the user's (`ccbench run gc-2pc --circuit FILE`, `RunOptions::circuits`),
+//! the same method runs on those instead, with the user's inputs or inputs of the right
+//! widths made here, and the cost summary gets a row for each.
+//!
 //! The report gets the stage table (`Load | Init | OT Init | Peer Inputs | Garble | Result`,
 //! time, % and bytes), a per-gate table (count, ns/gate, time) and the theoretical minimum
 //! (gates × isolated garbling cost) against the measured total. Every 2PC output is checked
@@ -34,9 +38,10 @@ use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 pub use self::peer::{TwoParty, two_party, two_party_both};
 pub(crate) use self::peer::{run_child_if, spec_fields, spec_text, with_evaluator};
-use harness::{At, Context, Preset, Scenario, ScenarioError};
+use harness::{At, CircuitChoice, Context, Preset, Scenario, ScenarioError};
 
-const NAME: &str = "gc-2pc";
+/// The scenario's name.
+pub const NAME: &str = "gc-2pc";
 
 /// The circuits, by library name.
 pub const CIRCUITS: [&str; 3] = ["aes128", "sha256", "mul1024"];
@@ -127,6 +132,104 @@ fn circuit(name: &str) -> Result<Circuit, ScenarioError> {
         .ok_or_else(|| ScenarioError::step("circuit", format!("no library circuit {name:?}")))
 }
 
+/// A circuit this run measures, with the parties' inputs.
+pub struct Chosen {
+    /// How the evaluator process loads it, and its name in records: the file's path as
+    /// given, or the library name.
+    pub spec: String,
+    /// The circuit.
+    pub circuit: Circuit,
+    /// The garbler's input bytes.
+    pub garbler_input: Vec<u8>,
+    /// The evaluator's input bytes.
+    pub evaluator_input: Vec<u8>,
+}
+
+/// Why a circuit given with `--circuit` cannot be measured: a usage error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// The file does not exist (and is no library name), or does not parse: the message
+    /// names the file and line.
+    #[error("{0}")]
+    Load(String),
+    /// An input of the wrong width.
+    #[error(
+        "{spec}: the {party} input is {got} bytes; the circuit takes {expected_bits} bits of \
+         it, so {} bytes", expected_bits.div_ceil(8)
+    )]
+    Width {
+        /// The circuit.
+        spec: String,
+        /// `garbler` or `evaluator`.
+        party: &'static str,
+        /// Bytes given.
+        got: usize,
+        /// Bits the circuit takes.
+        expected_bits: usize,
+    },
+    /// A path the evaluator process cannot be handed.
+    #[error("{0:?}: a circuit path may not contain ';'")]
+    Path(String),
+}
+
+/// Loads a circuit of the user's and checks the widths of the inputs given; makes inputs
+/// of the right widths (deterministic, as for the built-in circuits) where none were given.
+pub fn choose(choice: &CircuitChoice) -> Result<Chosen, ChoiceError> {
+    if choice.spec.contains(';') {
+        return Err(ChoiceError::Path(choice.spec.clone()));
+    }
+    let c = load_circuit(&choice.spec).map_err(ChoiceError::Load)?;
+    let (gi, ei) = inputs(&c);
+    let take = |given: &Option<Vec<u8>>, made: Vec<u8>, party, bits: usize| match given {
+        Some(v) if v.len() != bits.div_ceil(8) => Err(ChoiceError::Width {
+            spec: choice.spec.clone(),
+            party,
+            got: v.len(),
+            expected_bits: bits,
+        }),
+        Some(v) => Ok(v.clone()),
+        None => Ok(made),
+    };
+    let garbler_input = take(&choice.garbler_input, gi, "garbler", c.garbler_input_bits())?;
+    let evaluator_input = take(
+        &choice.evaluator_input,
+        ei,
+        "evaluator",
+        c.evaluator_input_bits(),
+    )?;
+    Ok(Chosen {
+        spec: choice.spec.clone(),
+        circuit: c,
+        garbler_input,
+        evaluator_input,
+    })
+}
+
+/// The circuits of a run: the user's, or the three of the published comparison.
+fn chosen(ctx: &Context<'_>) -> Result<Vec<Chosen>, ScenarioError> {
+    if !ctx.options.circuits.is_empty() {
+        return ctx
+            .options
+            .circuits
+            .iter()
+            .map(|c| choose(c).map_err(|e| ScenarioError::Option(e.to_string())))
+            .collect();
+    }
+    CIRCUITS
+        .iter()
+        .map(|&name| {
+            let c = circuit(name)?;
+            let (garbler_input, evaluator_input) = inputs(&c);
+            Ok(Chosen {
+                spec: name.to_owned(),
+                circuit: c,
+                garbler_input,
+                evaluator_input,
+            })
+        })
+        .collect()
+}
+
 impl Gc2pc {
     fn gate_costs(&self, ctx: &Context<'_>, plan: &Plan) -> Result<GateCosts, ScenarioError> {
         let mut costs = GateCosts {
@@ -179,21 +282,22 @@ impl Gc2pc {
         ctx: &Context<'_>,
         plan: &Plan,
         costs: &GateCosts,
-        name: &str,
+        chosen: &Chosen,
+        headline: bool,
         rows: &mut Vec<Vec<Value>>,
     ) -> Result<WireBytes, ScenarioError> {
-        let c = circuit(name)?;
+        let (name, c) = (chosen.spec.as_str(), &chosen.circuit);
+        let (gi, ei) = (&chosen.garbler_input, &chosen.evaluator_input);
         let stats = c.stats();
         let and = stats.and_gates();
-        let (gi, ei) = inputs(&c);
         let p = || params! {"circuit" => name, "and_gates" => and, "gates" => stats.gates};
         let cfg = ctx.options.sampler();
 
         // Plain evaluation: the baseline.
         ctx.check_cancel()?;
         let (gb, eb) = (
-            bits_from_bytes_exact(Party::Garbler, &gi, c.garbler_input_bits()),
-            bits_from_bytes_exact(Party::Evaluator, &ei, c.evaluator_input_bits()),
+            bits_from_bytes_exact(Party::Garbler, gi, c.garbler_input_bits()),
+            bits_from_bytes_exact(Party::Evaluator, ei, c.evaluator_input_bits()),
         );
         let (gb, eb) = (gb.at("inputs")?, eb.at("inputs")?);
         let s = measure::sampler::try_sample(&cfg, || c.eval(&gb, &eb)).at("plain evaluation")?;
@@ -209,11 +313,11 @@ impl Gc2pc {
         let mut prog = None;
         for _ in 0..runs {
             let t = std::time::Instant::now();
-            let p = Program::compile(&c);
+            let p = Program::compile(c);
             compile_ns.push(t.elapsed().as_nanos() as f64);
             prog = Some(p);
         }
-        let prog = prog.unwrap_or_else(|| Program::compile(&c));
+        let prog = prog.unwrap_or_else(|| Program::compile(c));
         let s = Samples {
             iters_per_sample: 1,
             per_iter_ns: compile_ns,
@@ -245,13 +349,13 @@ impl Gc2pc {
         let mut busy = [Vec::new(), Vec::new()];
         for _ in 0..plan.sessions {
             ctx.check_cancel()?;
-            let both = two_party_both(name, &c, &gi, &ei, 1)?;
+            let both = two_party_both(name, c, gi, ei, 1)?;
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
             let r = both.garbler;
             add_stages(&mut stages, &r);
             totals.push(r.total.as_nanos() as f64);
-            let expected = garble::session::expected_wire_bytes(&c, 1).0;
+            let expected = garble::session::expected_wire_bytes(c, 1).0;
             wire = WireBytes {
                 measured: r.wire_bytes_sent,
                 expected,
@@ -291,7 +395,7 @@ impl Gc2pc {
         let mut busy = [Vec::new(), Vec::new()];
         for _ in 0..plan.bulk_sessions {
             ctx.check_cancel()?;
-            let both = two_party_both(name, &c, &gi, &ei, evals)?;
+            let both = two_party_both(name, c, gi, ei, evals)?;
             busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
             let r = both.garbler;
@@ -309,7 +413,7 @@ impl Gc2pc {
         let bulk_m = ctx.emit_measurement(NAME, "2pc", bp.clone(), "session-bulk", s, None)?;
         let bulk = bulk_m.summary.median_ns;
         emit_busy(ctx, bp.clone(), "session-bulk", busy, evals)?;
-        if name == HEADLINE_CIRCUIT {
+        if headline {
             ctx.emit_cost(
                 NAME,
                 &format!("{name} evaluation"),
@@ -393,13 +497,18 @@ impl Scenario for Gc2pc {
         } else {
             6
         };
+        let circuits = chosen(ctx)?;
+        let own = !ctx.options.circuits.is_empty();
         ctx.progress()
-            .begin(NAME, (micro + CIRCUITS.len() * 4) as u64);
+            .begin(NAME, (micro + circuits.len() * 4) as u64);
         let costs = self.gate_costs(ctx, &plan)?;
         let mut rows = Vec::new();
         let mut bytes = Vec::new();
-        for name in CIRCUITS {
-            bytes.push((name, self.run_circuit(ctx, &plan, &costs, name, &mut rows)?));
+        for chosen in &circuits {
+            // The cost summary: AES-128 of the published comparison, or each of the user's.
+            let headline = own || chosen.spec == HEADLINE_CIRCUIT;
+            let wire = self.run_circuit(ctx, &plan, &costs, chosen, headline, &mut rows)?;
+            bytes.push((chosen.spec.as_str(), wire));
         }
         let table = Table {
             name: "throughput".into(),

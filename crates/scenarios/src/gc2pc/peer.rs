@@ -11,7 +11,6 @@ use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
 
-use super::circuit;
 use harness::hex::{hex, unhex};
 use harness::{At, ScenarioError};
 
@@ -80,7 +79,7 @@ impl EvaluatorSpec {
 /// Runs one evaluator session from its spec; prints `ok <output hex>` on success.
 pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     let spec = EvaluatorSpec::decode(spec)?;
-    let c = circuit(&spec.circuit).map_err(|e| e.to_string())?;
+    let c = load_circuit(&spec.circuit)?;
     let bits = bits_from_bytes_exact(Party::Evaluator, &spec.input, c.evaluator_input_bits())
         .map_err(|e| e.to_string())?;
     let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
@@ -150,8 +149,8 @@ pub(crate) fn run_child_if(
 // The garbler side.
 
 /// One two-party session over loopback TCP: this process garbles, a child process (this
-/// binary, which must call [`crate::run_if_child`] first thing) evaluates the library
-/// circuit `name` (`c` is the same circuit, already built). Returns the garbler's report
+/// binary, which must call [`crate::run_if_child`] first thing) evaluates the circuit `name`
+/// (a library name or a Bristol file's path; `c` is the same circuit, already loaded). Returns the garbler's report
 /// after checking both parties' outputs against plain evaluation.
 pub fn two_party(
     name: &str,
