@@ -189,3 +189,65 @@ macro_rules! main {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use harness::{Context, ScenarioError};
+
+    use super::*;
+
+    struct Named(&'static str);
+
+    impl Scenario for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn description(&self) -> &'static str {
+            "a test scenario"
+        }
+        fn run(&self, _: &Context<'_>) -> Result<(), ScenarioError> {
+            Ok(())
+        }
+    }
+
+    static MINE: Named = Named("mine");
+    static CLASH: Named = Named("crypto");
+
+    struct Nothing;
+    impl harness::enclave::Service for Nothing {
+        fn ecall(
+            &self,
+            _: u32,
+            _: &[u8],
+            _: &mut harness::enclave::Ctx<'_>,
+        ) -> Result<Vec<u8>, harness::enclave::ServiceError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_users_scenarios_come_after_the_built_in_ones_and_may_not_share_a_name() {
+        let cat = App::new().scenario(&MINE).catalog().unwrap();
+        let names: Vec<_> = cat.all().iter().map(|s| s.name()).collect();
+        assert_eq!(names.len(), scenarios::registry().len() + 1);
+        assert_eq!(names.last(), Some(&"mine"));
+        let err = App::new().scenario(&CLASH).catalog().unwrap_err();
+        assert_eq!(err.name, "crypto");
+    }
+
+    #[test]
+    fn a_users_services_join_the_built_in_ones_and_may_not_share_a_name() {
+        let reg = App::new()
+            .services(|r| r.with("mine", |_| Ok(Arc::new(Nothing))))
+            .registry()
+            .unwrap();
+        assert!(reg.contains("mine") && reg.contains(scenarios::sealing::SERVICE));
+        let err = App::new()
+            .services(|r| r.with(scenarios::sealing::SERVICE, |_| Ok(Arc::new(Nothing))))
+            .registry()
+            .unwrap_err();
+        assert!(err.contains(scenarios::sealing::SERVICE), "{err}");
+    }
+}

@@ -866,3 +866,124 @@ fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
     // Every check of this run passes or warns (time and memory depend on the machine).
     assert!(!text.contains("\"verdict\":\"fail\""), "{text}");
 }
+
+/// `ccbench run gc-2pc --circuit FILE`: the whole method on a circuit of the user's, from a
+/// Bristol file written by `gc circuit build`: stages, the per-gate table, throughput and a
+/// cost row for it, its 2PC output checked against evaluation in the clear.
+#[test]
+fn run_gc_2pc_on_a_users_circuit_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mul32.txt");
+    let o = run(&[
+        "gc",
+        "circuit",
+        "build",
+        "mul32",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spec = file.to_str().unwrap();
+    let (_keep, out, _) = run_quick("gc-2pc", &["--circuit", spec]);
+    let kinds = validate_file(&out.join("results.jsonl"));
+    assert!(kinds.iter().any(|k| k == "stages"), "{kinds:?}");
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let recs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of_circuit = |kind: &str| {
+        recs.iter()
+            .filter(|r| r["kind"] == kind && r["params"]["circuit"] == spec)
+            .count()
+    };
+    assert_eq!(of_circuit("stages"), 2, "single-shot and bulk stage tables");
+    assert!(of_circuit("table") >= 1, "the per-gate table");
+    assert!(
+        recs.iter()
+            .any(|r| r["kind"] == "table" && r["name"] == "throughput" && r["rows"][0][0] == spec),
+        "the throughput table's row"
+    );
+    // Only the given circuit: none of the built-in three.
+    assert!(!text.contains("\"aes128\""));
+    let cost = recs
+        .iter()
+        .find(|r| r["kind"] == "cost")
+        .expect("a cost row");
+    assert!(cost["name"].as_str().unwrap().contains(spec));
+    let check = recs
+        .iter()
+        .find(|r| r["kind"] == "check" && r["name"] == "wire-bytes-per-and")
+        .unwrap();
+    assert_eq!(check["verdict"], "pass");
+    assert!(
+        check["message"]
+            .as_str()
+            .unwrap()
+            .contains("matched plain evaluation")
+    );
+}
+
+#[test]
+fn run_gc_2pc_refuses_bad_circuits_and_inputs_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "2 5\n1 2\n1 1\n\n2 1 0 1 4 AND\n2 1 9 9 3 XOR\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--circuit", bad.to_str().unwrap()], "bad.txt"),
+        (vec!["--circuit", "/no/such/file.txt"], "/no/such/file.txt"),
+        (
+            vec!["--circuit", "mul32", "--garbler-input", "0011"],
+            "4 bytes",
+        ),
+        (
+            vec!["--circuit", "mul32", "--evaluator-input", "zz"],
+            "--evaluator-input",
+        ),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["run", "gc-2pc", "--quick", "--quiet", "--out"];
+        let out = dir.path().join("never");
+        args.push(out.to_str().unwrap());
+        args.extend(extra.iter().copied());
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{extra:?}: {}", stderr(&o));
+        assert!(!out.exists(), "{extra:?} made the output folder");
+    }
+    let o = run(&["run", "crypto", "--quick", "--circuit", "mul32"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("gc-2pc"), "{}", stderr(&o));
+}
+
+/// `ccbench gc garble|evaluate --out DIR` writes each party's records and report.
+#[test]
+fn gc_parties_write_results_and_a_report_with_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (g_out, e_out) = (dir.path().join("g"), dir.path().join("e"));
+    let (e, g) = two_party(
+        &[
+            "--circuit",
+            "mul32",
+            "--input",
+            "01000000",
+            "--out",
+            g_out.to_str().unwrap(),
+        ],
+        &[
+            "--circuit",
+            "mul32",
+            "--input",
+            "03000000",
+            "--out",
+            e_out.to_str().unwrap(),
+        ],
+    );
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    for out in [&g_out, &e_out] {
+        let kinds = validate_file(&out.join("results.jsonl"));
+        assert_eq!(kinds, ["env", "stages"]);
+        assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
+    }
+}
