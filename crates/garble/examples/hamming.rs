@@ -85,12 +85,15 @@ fn print_report(who: &str, r: &SessionReport) {
     }
 }
 
-/// Runs the circuit as 2PC between two threads; both parties' outputs and reports.
+/// What each party got: its output bytes and its report.
+type Party = (Vec<u8>, SessionReport);
+
+/// Runs the circuit as 2PC between two threads; the garbler's and the evaluator's results.
 fn two_party(
     c: &Hamming,
     a: &[bool],
     b: &[bool],
-) -> Result<(Vec<u8>, Vec<u8>, SessionReport, SessionReport), Box<dyn std::error::Error>> {
+) -> Result<(Party, Party), Box<dyn std::error::Error>> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?.to_string();
     drop(listener);
@@ -109,7 +112,7 @@ fn two_party(
         let first = |o: &garble::session::SessionOutput| {
             o.output_bytes().into_iter().next().unwrap_or_default()
         };
-        Ok((first(&g), first(&e), g.report, e.report))
+        Ok(((first(&g), g.report), (first(&e), e.report)))
     })
 }
 
@@ -160,7 +163,7 @@ fn run(bits: usize, bristol: Option<&str>) -> Result<u64, Box<dyn std::error::Er
     if as_u64(&plain) != expected {
         return Err(format!("plain evaluation gave {}, not {expected}", as_u64(&plain)).into());
     }
-    let (g, e, gr, er) = two_party(&c, &a, &b)?;
+    let ((g, gr), (e, er)) = two_party(&c, &a, &b)?;
     print_report("garbler", &gr);
     print_report("evaluator", &er);
     if as_u64(&g) != expected || as_u64(&e) != expected {
