@@ -24,7 +24,7 @@ use harness::{Catalog, Scenario};
 
 use args::{Cli, Command};
 
-/// The enclave allocator, which the binary [`main!`] makes installs as its global allocator
+/// The enclave allocator, which [`main!`] installs as the binary's global allocator
 /// (the `x509` scenario switches its enclave process to a single-lock heap through it).
 pub use scenarios::EnclaveAlloc;
 
