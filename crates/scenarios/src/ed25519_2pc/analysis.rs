@@ -280,19 +280,20 @@ pub fn wire_check(expected: (u64, u64), measured: &[(u64, u64)]) -> Check {
     } else {
         Verdict::Fail
     };
+    let total = sent + received;
     let what = format!(
         "the protocol's messages predict {sent} bytes sent and {received} received by the \
-         garbler per signature ({} of them garbled tables)",
-        sent + received
+         garbler per signature ({total} in all)"
     );
     check(
         "wire-bytes",
         verdict,
         if measured.is_empty() {
-            format!("not measured: no signature; {what}")
+            format!("not measured: no signature ({what})")
         } else if off.is_empty() {
             format!(
-                "{} signature(s): the socket carried exactly what {what}",
+                "{} signature(s): the garbler's socket sent {sent} and received {received} \
+                 bytes each ({total} in all), exactly what the protocol's messages predict",
                 measured.len()
             )
         } else {
