@@ -159,7 +159,7 @@ pub fn gate_table(counts: &Counts, costs: &GateCosts) -> Table {
             ),
             format!(
                 "EQ/EQW are wire copies without cryptography; they are not measured \
-                 ({NOT_MEASURED}) and the total counts AND, XOR and INV."
+                 ({NOT_MEASURED}), and the total garbling time is that of AND, XOR and INV."
             ),
         ],
     }
