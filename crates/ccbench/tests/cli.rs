@@ -859,12 +859,32 @@ fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
         "peak_rss_evaluator_bytes",
         "bytes_on_wire",
         "signature-matches-plain",
-        "and-gates-vs-mpc",
+        "wire-bytes",
     ] {
         assert!(text.contains(needle), "{needle} missing");
     }
     // Every check of this run passes or warns (time and memory depend on the machine).
     assert!(!text.contains("\"verdict\":\"fail\""), "{text}");
+    // The signature and the wire bytes are checked against this run's data: they pass.
+    for check in ["signature-matches-plain", "wire-bytes"] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("\"name\":\"{check}\"")))
+            .unwrap_or_else(|| panic!("{check} missing"));
+        assert!(line.contains("\"verdict\":\"pass\""), "{line}");
+    }
+    // The plain signature against the 2PC one, on the report's first page.
+    assert!(kinds.iter().any(|k| k == "cost"), "{kinds:?}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let costs = report
+        .split("What confidentiality costs")
+        .nth(1)
+        .expect("the cost summary");
+    let row = costs
+        .lines()
+        .find(|l| l.contains("ed25519-2pc"))
+        .expect("an ed25519-2pc row in the cost summary");
+    assert!(row.contains("Ed25519 signature"), "{row}");
 }
 
 /// `ccbench run gc-2pc --circuit FILE`: the whole method on a circuit of the user's, from a

@@ -367,10 +367,29 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
 /// 128 evaluator input bits (rounded up) per base OT; and the outputs, in whole bytes per
 /// evaluation. A session's measured socket counters are checked against these.
 pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
-    let gbits = circuit.garbler_input_bits() as u64;
-    let ebits = circuit.evaluator_input_bits() as u64;
-    let out = circuit.output_bits().div_ceil(8) as u64;
-    let and = circuit.stats().and_gates();
+    predicted_wire_bytes(
+        HEADER_BYTES as u64,
+        circuit.garbler_input_bits(),
+        circuit.evaluator_input_bits(),
+        circuit.output_bits(),
+        circuit.stats().and_gates(),
+        n,
+    )
+}
+
+/// [`expected_wire_bytes`] from the header's size, the input and output widths and the AND
+/// gates of one evaluation (shared with [`crate::stream::expected_wire_bytes`]).
+pub(crate) fn predicted_wire_bytes(
+    header: u64,
+    garbler_bits: usize,
+    evaluator_bits: usize,
+    output_bits: usize,
+    and: u64,
+    n: u64,
+) -> (u64, u64) {
+    let gbits = garbler_bits as u64;
+    let ebits = evaluator_bits as u64;
+    let out = output_bits.div_ceil(8) as u64;
     let kappa = crate::ot::KAPPA as u64;
     let m = ebits * n;
     let (ot_garbler, ot_evaluator) = if m == 0 {
@@ -378,9 +397,8 @@ pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
     } else {
         (16 * m, 16 * m.div_ceil(128) * kappa)
     };
-    let hdr = HEADER_BYTES as u64;
-    let garbler = hdr + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out);
-    let evaluator = hdr + 32 + ot_evaluator + n * out;
+    let garbler = header + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out);
+    let evaluator = header + 32 + ot_evaluator + n * out;
     (garbler, evaluator)
 }
 

@@ -348,14 +348,33 @@ impl<E> Gen for StreamEvaluator<'_, E> {
     }
 }
 
-fn header(digest: &[u8; 32]) -> [u8; 40] {
-    let mut h = [0u8; 40];
+/// Bytes of the Init message: the magic and the circuit's digest.
+const HEADER_BYTES: usize = 40;
+
+/// What each party of a session over `c` must write to its transport, in bytes, from the
+/// protocol's messages alone: `(garbler, evaluator)`, with `and_gates` the AND gates the
+/// generator emits ([`generator::stats`]). The same messages as
+/// [`crate::session::expected_wire_bytes`] for one evaluation, with this protocol's
+/// 40-byte header. A session's socket counters are checked against it.
+pub fn expected_wire_bytes<G: Generator>(c: &G, and_gates: u64) -> (u64, u64) {
+    crate::session::predicted_wire_bytes(
+        HEADER_BYTES as u64,
+        c.garbler_input_bits(),
+        c.evaluator_input_bits(),
+        c.output_bits(),
+        and_gates,
+        1,
+    )
+}
+
+fn header(digest: &[u8; 32]) -> [u8; HEADER_BYTES] {
+    let mut h = [0u8; HEADER_BYTES];
     h[..8].copy_from_slice(&MAGIC);
     h[8..].copy_from_slice(digest);
     h
 }
 
-fn check_header(digest: &[u8; 32], got: &[u8; 40]) -> Result<(), SessionError> {
+fn check_header(digest: &[u8; 32], got: &[u8; HEADER_BYTES]) -> Result<(), SessionError> {
     if got[..8] != MAGIC {
         return Err(SessionError::Protocol(
             "bad magic: the peer is not a ccbench generated-circuit peer",
@@ -440,7 +459,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     st.enter(Stage::Init, ch);
     ch.send(&header(&stats.digest))?;
     ch.flush()?;
-    let mut ack = [0u8; 40];
+    let mut ack = [0u8; HEADER_BYTES];
     ch.recv(&mut ack)?;
     check_header(&stats.digest, &ack)?;
     let mut prg = Prg::from_os()?;
@@ -508,7 +527,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     let stats = generator::stats(c);
 
     st.enter(Stage::Init, ch);
-    let mut hdr = [0u8; 40];
+    let mut hdr = [0u8; HEADER_BYTES];
     ch.recv(&mut hdr)?;
     if hdr[..8] != MAGIC {
         // Not a ccbench peer: nothing to answer.
@@ -694,6 +713,13 @@ mod tests {
         let ands = generator::stats(&Sha).stats.and_gates();
         assert_eq!(g.report.table_bytes, ands * 32);
         assert!(g.report.stage(Stage::Garble).bytes_sent >= ands * 32);
+        // Every byte either party sent is one the protocol's messages account for.
+        let want = expected_wire_bytes(&Sha, ands);
+        assert_eq!((g.report.bytes_sent, e.report.bytes_sent), want);
+        assert_eq!(
+            (g.report.wire_bytes_sent, g.report.wire_bytes_received),
+            want
+        );
     }
 
     #[test]
@@ -736,7 +762,7 @@ mod tests {
         let g = std::thread::scope(|s| {
             s.spawn(move || {
                 // Handshake, then hang up.
-                let mut hdr = [0u8; 40];
+                let mut hdr = [0u8; HEADER_BYTES];
                 let _ = y.recv(&mut hdr);
                 let _ = y.send(&hdr);
                 let _ = y.flush();

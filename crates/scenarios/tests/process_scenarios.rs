@@ -271,6 +271,16 @@ fn tls_middlebox_on_every_backend() {
     }
     assert!(records.iter().any(|r| r.kind() == "cost"));
     assert!(records.iter().any(|r| r.kind() == "stages"));
+    // The advisor's selection is judged against the best configuration at every size.
+    for size in &plan.sizes {
+        let c = checks(&format!("advisor-choice-{size}"));
+        assert_eq!(c.len(), 1, "{size}");
+        assert!(
+            c[0].message.contains("against the best"),
+            "{}",
+            c[0].message
+        );
+    }
     // The advisor weighs a one-flow profile, and the cores the full run left spare.
     let profile = records
         .iter()

@@ -8,23 +8,26 @@
 //! (`garble::stream`), with field multiplications compiled once and replayed. Per signature,
 //! this process garbles and a child process (this binary again, see [`run_if_evaluator`])
 //! evaluates, over loopback TCP, OT and circuit generation included. Both parties' outputs
-//! must equal the plain RFC 8032 signature of the same key and message and verify; a
-//! mismatch fails the run.
+//! must equal the plain RFC 8032 signature of the same key and message (aws-lc's, an
+//! implementation independent of the circuit) and verify with aws-lc; a mismatch is a
+//! failing check, which fails the run.
 //!
 //! Records: the seed's stage table (`Compile | Init | OT Init | Peer Inputs | Garble |
 //! Result`, time, % and bytes) with the theoretical minimum computed the seed's way from
 //! this run's own measurements (gates × isolated ns per gate + bytes ÷ loopback bandwidth +
 //! setup stages), the per-gate table, peak RSS of both parties and bytes on the wire, the
-//! published and peer figures beside ours ([`analysis`]), and the checks.
+//! published and peer figures beside ours ([`analysis`]), the checks, and the cost: the
+//! plain signature in one process against the two-party one.
 
 pub mod analysis;
 
 use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use garble::channel::{Channel, ChannelError, TcpChannel};
 use garble::circuit::bits_from_bytes;
-use garble::ed25519::{Ed25519Sign, KEY_BYTES, reference_sign, verify};
+use garble::ed25519::{Ed25519Sign, KEY_BYTES};
 use garble::generator::{self, Generator};
 use garble::hash::Backend as HashBackend;
 use garble::microbench;
@@ -36,7 +39,7 @@ use measure::sampler::Samples;
 use measure::stages::Stages;
 
 use crate::gc2pc::{spec_fields, spec_text};
-use analysis::{Counts, GateCosts, Ours};
+use analysis::{Counts, GateCosts, Ours, SignatureRun};
 use harness::hex::{hex, unhex};
 use harness::{At, Context, Preset, Scenario, ScenarioError};
 
@@ -122,6 +125,23 @@ pub fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The plain RFC 8032 signature of `inputs` by aws-lc, in one process with the whole key,
+/// and the public key aws-lc derives from the seed: `(public key, signature)`.
+pub fn plain_signature(inputs: &SignInputs) -> Result<([u8; 32], [u8; 64]), ScenarioError> {
+    let step = "plain signature (aws-lc)";
+    let kp = Ed25519KeyPair::from_seed_unchecked(&inputs.key[..32])
+        .map_err(|e| ScenarioError::step(step, e))?;
+    let (pk, sig) = (kp.public_key().as_ref(), kp.sign(&inputs.message));
+    let public_key = pk
+        .try_into()
+        .map_err(|_| ScenarioError::step(step, "a public key that is not 32 bytes"))?;
+    let signature = sig
+        .as_ref()
+        .try_into()
+        .map_err(|_| ScenarioError::step(step, "a signature that is not 64 bytes"))?;
+    Ok((public_key, signature))
+}
+
 /// Resets this process's peak resident memory to its current size (Linux: `5` to
 /// `/proc/self/clear_refs`), so that [`peak_rss`] measures what follows; best effort.
 pub fn reset_peak_rss() -> bool {
@@ -137,21 +157,15 @@ struct EvaluatorSpec {
     addr: String,
     msg_len: usize,
     share: Vec<u8>,
-    message: Vec<u8>,
 }
 
 impl EvaluatorSpec {
     fn encode(&self) -> String {
-        spec_text(&[
-            &self.addr,
-            &self.msg_len.to_string(),
-            &hex(&self.share),
-            &hex(&self.message),
-        ])
+        spec_text(&[&self.addr, &self.msg_len.to_string(), &hex(&self.share)])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, msg_len, share, message] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, msg_len, share] = spec_fields(EVALUATOR_ENV, s)?;
         let msg_len = msg_len
             .parse()
             .map_err(|_| format!("{EVALUATOR_ENV}: bad message length {msg_len:?}"))?;
@@ -166,12 +180,12 @@ impl EvaluatorSpec {
             addr: addr.to_owned(),
             msg_len,
             share,
-            message: unhex(message)?,
         })
     }
 }
 
-/// What the evaluator reports back on its stdout: `ok <signature hex> <peak RSS bytes>`.
+/// What the evaluator reports back on its stdout: `ok <signature hex> <peak RSS bytes>`,
+/// with `-` for a peak it could not read. The garbler judges the signature.
 fn evaluate(spec: &str) -> Result<String, String> {
     let spec = EvaluatorSpec::decode(spec)?;
     let c = Ed25519Sign {
@@ -182,11 +196,30 @@ fn evaluate(spec: &str) -> Result<String, String> {
     let out = stream::run_evaluator(&mut ch, &c, &bits, &SessionOptions::default())
         .map_err(|e| e.to_string())?;
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
-    let (sig, pk) = split_output(&bytes)?;
-    if !verify(&pk, &spec.message, &sig) {
-        return Err("the signature does not verify".into());
+    let (sig, _) = split_output(&bytes)?;
+    let rss = peak_rss().map_or("-".to_owned(), |b| b.to_string());
+    Ok(format!("ok {} {rss}", hex(&sig)))
+}
+
+/// The evaluator's report ([`evaluate`]): its signature and peak RSS (`None`: unknown).
+fn parse_report(stdout: &str) -> Result<([u8; 64], Option<u64>), String> {
+    let mut words = stdout.split_whitespace();
+    let (ok, sig, rss) = (words.next(), words.next(), words.next());
+    let bad = || {
+        format!(
+            "the evaluator's report {:?} is not `ok SIGNATURE RSS`",
+            stdout.trim()
+        )
+    };
+    if ok != Some("ok") || words.next().is_some() {
+        return Err(bad());
     }
-    Ok(format!("ok {} {}", hex(&sig), peak_rss().unwrap_or(0)))
+    let sig = unhex(sig.ok_or_else(bad)?)?.try_into().map_err(|_| bad())?;
+    let rss = match rss.ok_or_else(bad)? {
+        "-" => None,
+        r => Some(r.parse().map_err(|_| bad())?),
+    };
+    Ok((sig, rss))
 }
 
 fn split_output(bytes: &[u8]) -> Result<([u8; 64], [u8; 32]), String> {
@@ -209,28 +242,28 @@ pub fn run_if_evaluator() {
 // ---------------------------------------------------------------------------------------
 // The garbler side.
 
-/// One signature: what both parties measured.
+/// One signature: what both parties measured and output.
 pub struct Signed {
     /// The garbler's session report.
     pub report: SessionReport,
-    /// The signature both parties got.
-    pub signature: [u8; 64],
-    /// The evaluator process's peak RSS, bytes.
-    pub evaluator_rss: u64,
+    /// Both parties' signatures beside the plain one, for [`analysis::signature_check`].
+    pub run: SignatureRun,
+    /// The evaluator process's peak RSS, bytes; `None` where it could not read it.
+    pub evaluator_rss: Option<u64>,
 }
 
 /// One two-party signature over loopback TCP: this process garbles, a child process (this
-/// binary, which must call [`crate::run_if_child`] first) evaluates. Fails unless both
-/// parties' signatures equal the plain RFC 8032 signature and verify.
+/// binary, which must call [`crate::run_if_child`] first) evaluates. Fails when the session
+/// does, or when a party's output is malformed; whether the signatures are right is for
+/// [`analysis::signature_check`] to judge from [`Signed::run`].
 pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
-    let expected = reference_sign(&inputs.key, &inputs.message);
+    let (public_key, plain) = plain_signature(inputs)?;
     let spec = |addr: SocketAddr| {
         EvaluatorSpec {
             addr: addr.to_string(),
             msg_len: c.msg_len,
             share: inputs.evaluator_share.to_vec(),
-            message: inputs.message.clone(),
         }
         .encode()
     };
@@ -241,33 +274,21 @@ pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, Scenari
         stream::run_garbler(ch, c, &bits, &SessionOptions::default()).map_err(|e| e.to_string())
     })?;
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
-    let (sig, pk) = split_output(&bytes).map_err(|e| ScenarioError::step(step, e))?;
-    if sig != expected || !verify(&pk, &inputs.message, &sig) {
-        return Err(ScenarioError::step(
-            step,
-            format!(
-                "the garbler's signature {} differs from the plain RFC 8032 signature {} or does not verify",
-                hex(&sig),
-                hex(&expected)
-            ),
-        ));
-    }
-    let mut words = stdout.split_whitespace();
-    let (ok, esig, erss) = (words.next(), words.next(), words.next());
-    if ok != Some("ok") || esig != Some(hex(&expected).as_str()) {
-        return Err(ScenarioError::step(
-            step,
-            format!(
-                "the evaluator's output {:?} differs from the plain signature {}",
-                stdout.trim(),
-                hex(&expected)
-            ),
-        ));
-    }
+    let (garbler, garbler_public_key) =
+        split_output(&bytes).map_err(|e| ScenarioError::step(step, e))?;
+    let (evaluator, evaluator_rss) =
+        parse_report(&stdout).map_err(|e| ScenarioError::step(step, e))?;
     Ok(Signed {
         report: out.report,
-        signature: sig,
-        evaluator_rss: erss.and_then(|r| r.parse().ok()).unwrap_or(0),
+        run: SignatureRun {
+            public_key,
+            message: inputs.message.clone(),
+            plain,
+            garbler,
+            garbler_public_key,
+            evaluator,
+        },
+        evaluator_rss,
     })
 }
 
@@ -354,7 +375,7 @@ impl Scenario for Ed25519Pc {
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
         let plan = Plan::of(ctx.options.preset);
         ctx.progress()
-            .begin(NAME, (plan.signatures + MICRO_KINDS.len() + 1) as u64);
+            .begin(NAME, (plan.signatures + MICRO_KINDS.len() + 2) as u64);
         let c = Ed25519Sign::PUBLISHED;
         let gs = generator::stats(&c);
         let st = &gs.stats;
@@ -396,13 +417,24 @@ impl Scenario for Ed25519Pc {
         )?;
         ctx.progress().advance(1);
 
+        // The baseline: the same signature in the clear, the whole key in one process.
+        ctx.check_cancel()?;
+        let inputs = SignInputs::new(0);
+        let kp = Ed25519KeyPair::from_seed_unchecked(&inputs.key[..32])
+            .map_err(|e| ScenarioError::step("plain signature (aws-lc)", e))?;
+        let s = measure::sampler::sample(&ctx.options.sampler(), || kp.sign(&inputs.message));
+        let plain_m = ctx.emit_measurement(NAME, "native", p(), "sign", s, None)?;
+        ctx.progress().advance(1);
+
         let mut stages = Stages::new();
         let mut totals = Vec::with_capacity(plan.signatures);
         let mut garbles = Vec::with_capacity(plan.signatures);
         let mut setup = Vec::with_capacity(plan.signatures);
+        let mut runs = Vec::with_capacity(plan.signatures);
+        // The garbler's socket counters, (sent, received), per signature.
+        let mut wire = Vec::with_capacity(plan.signatures);
         let mut bytes = 0u64;
-        let mut other_bytes = 0u64;
-        let mut rss_e = 0u64;
+        let mut rss_e = Vec::with_capacity(plan.signatures);
         // The garbler's peak from here on: the signatures, not the micro-benchmarks above.
         let reset = reset_peak_rss();
         for i in 0..plan.signatures {
@@ -429,17 +461,18 @@ impl Scenario for Ed25519Pc {
                     .sum::<f64>(),
             );
             // On the wire: the socket's counters, both directions.
+            wire.push((r.wire_bytes_sent, r.wire_bytes_received));
             bytes = r.wire_bytes_sent + r.wire_bytes_received;
-            // Everything but the garbled tables: handshake, OT, input labels, outputs.
-            let g = r.stage(Stage::Garble);
-            // The protocol's own count of everything but the tables, to check the
-            // socket's total against 32 bytes per AND plus this.
-            other_bytes =
-                (r.bytes_sent + r.bytes_received).saturating_sub(g.bytes_sent + g.bytes_received);
-            rss_e = rss_e.max(signed.evaluator_rss);
+            rss_e.push(signed.evaluator_rss);
+            runs.push(signed.run);
             ctx.progress().advance(1);
         }
-        let rss_g = peak_rss().unwrap_or(0);
+        let rss_g = peak_rss();
+        // Unknown when any run could not read it.
+        let rss_e = rss_e
+            .into_iter()
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|v| v.into_iter().max());
         let total_ns: f64 = totals.iter().sum();
         let min_ns =
             analysis::theoretical_minimum_ns(&counts, &costs, bytes, bandwidth, median(&setup))
@@ -451,10 +484,30 @@ impl Scenario for Ed25519Pc {
         };
         let mut mp = p();
         mp.insert("bytes_on_wire".into(), bytes.into());
-        mp.insert("peak_rss_garbler_bytes".into(), rss_g.into());
-        mp.insert("peak_rss_evaluator_bytes".into(), rss_e.into());
+        if let Some(g) = rss_g {
+            mp.insert("peak_rss_garbler_bytes".into(), g.into());
+        }
+        if let Some(e) = rss_e {
+            mp.insert("peak_rss_evaluator_bytes".into(), e.into());
+        }
         mp.insert("peak_rss_garbler_reset".into(), reset.into());
-        let med = ctx.emit_samples(NAME, "2pc", mp.clone(), "signature", s, Some(bytes))?;
+        let sig_m = ctx.emit_measurement(NAME, "2pc", mp.clone(), "signature", s, Some(bytes))?;
+        let med = sig_m.summary.median_ns;
+        ctx.emit_cost(
+            NAME,
+            &format!("Ed25519 signature (RFC 8032), {}-byte message", c.msg_len),
+            "signature",
+            (
+                "plain, whole key in one process (aws-lc)",
+                "native",
+                &plain_m,
+            ),
+            &[(
+                "2PC on XOR-shared key, two processes over loopback (OT included)",
+                "2pc",
+                &sig_m,
+            )],
+        )?;
         let breakdown = stages.finish(
             &format!("2pc {} (garbler)", c.name()),
             Some(Duration::from_nanos(total_ns as u64)),
@@ -482,9 +535,8 @@ impl Scenario for Ed25519Pc {
             Body::Table(analysis::comparison_table(&ours)),
         )?;
         for check in [
-            analysis::signature_check(plan.signatures),
-            analysis::and_factor_check(counts.and),
-            analysis::wire_check(counts.and, other_bytes, bytes),
+            analysis::signature_check(&runs),
+            analysis::wire_check(stream::expected_wire_bytes(&c, counts.and), &wire),
             analysis::rss_check(rss_g, rss_e),
             analysis::time_check(ours.total_s),
         ] {
@@ -504,39 +556,72 @@ mod tests {
             addr: "127.0.0.1:4000".into(),
             msg_len: 64,
             share: vec![7; 64],
-            message: vec![1, 2, 3],
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
-            (d.addr.as_str(), d.msg_len, d.share, d.message),
-            ("127.0.0.1:4000", 64, vec![7; 64], vec![1, 2, 3])
+            (d.addr.as_str(), d.msg_len, d.share),
+            ("127.0.0.1:4000", 64, vec![7; 64])
         );
-        assert!(EvaluatorSpec::decode("v2;a;64;00;00").is_err());
-        assert!(EvaluatorSpec::decode("v1;a;x;00;00").is_err());
+        assert!(EvaluatorSpec::decode("v2;a;64;00").is_err());
+        assert!(EvaluatorSpec::decode("v1;a;x;00").is_err());
         // A share that is not 64 bytes.
         assert!(
-            EvaluatorSpec::decode("v1;a;64;0011;00")
+            EvaluatorSpec::decode("v1;a;64;0011")
                 .unwrap_err()
                 .contains("64 bytes")
         );
     }
 
     #[test]
-    fn inputs_share_the_key() {
+    fn evaluator_report_parses_and_an_unknown_peak_stays_unknown() {
+        let sig = hex(&[9u8; 64]);
+        assert_eq!(
+            parse_report(&format!("ok {sig} 4096\n")).unwrap(),
+            ([9u8; 64], Some(4096))
+        );
+        assert_eq!(
+            parse_report(&format!("ok {sig} -")).unwrap(),
+            ([9u8; 64], None)
+        );
+        for bad in [
+            format!("err {sig} 1"),
+            format!("ok {sig}"),
+            format!("ok {sig} x"),
+            format!("ok {sig} 1 2"),
+            "ok 0011 1".to_owned(),
+            String::new(),
+        ] {
+            assert!(parse_report(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn inputs_share_the_key_and_the_plain_signature_is_rfc_8032() {
         let i = SignInputs::new(2);
         for k in 0..64 {
             assert_eq!(i.garbler_share[k] ^ i.evaluator_share[k], i.key[k]);
         }
-        let sig = reference_sign(&i.key, &i.message);
-        let mut pk = [0u8; 32];
-        pk.copy_from_slice(&i.key[32..]);
-        assert!(verify(&pk, &i.message, &sig));
+        // aws-lc's signature and public key are the circuit's reference.
+        let (pk, sig) = plain_signature(&i).unwrap();
+        assert_eq!(pk[..], i.key[32..]);
+        assert_eq!(sig, garble::ed25519::reference_sign(&i.key, &i.message));
+        assert!(garble::ed25519::verify(&pk, &i.message, &sig));
     }
 
+    /// Linux has `/proc/self/status`: the peak is read, is at least what this test holds,
+    /// and a reset brings it down to the current size.
     #[test]
     fn peak_rss_is_read_and_reset() {
-        assert!(peak_rss().unwrap_or(1) > 0);
-        let _ = reset_peak_rss();
-        assert!(peak_rss().unwrap_or(1) > 0);
+        let before = peak_rss().expect("VmHWM in /proc/self/status");
+        // 64 MiB touched: the peak covers it.
+        let big = vec![1u8; 64 << 20];
+        std::hint::black_box(&big);
+        let peak = peak_rss().expect("VmHWM");
+        assert!(peak >= before.max(64 << 20), "{peak} < 64 MiB");
+        drop(big);
+        if reset_peak_rss() {
+            let after = peak_rss().expect("VmHWM");
+            assert!(after < peak, "the reset kept the peak: {after} >= {peak}");
+        }
     }
 }

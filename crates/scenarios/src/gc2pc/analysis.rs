@@ -63,13 +63,14 @@ pub(super) fn gate_table(name: &str, stats: &garble::Stats, costs: &GateCosts) -
             ]
         })
         .collect();
+    // Copies are not measured: their cells are left blank, not written as zero.
     let copies = stats.count(GateKind::Eq) + stats.count(GateKind::Eqw);
     rows.push(vec![
         Value::from("EQ/EQW"),
         Value::from(copies),
-        Value::from(0.0),
-        Value::from(0.0),
-        Value::from(0.0),
+        Value::from(NOT_MEASURED),
+        Value::from(NOT_MEASURED),
+        Value::from(NOT_MEASURED),
     ]);
     Table {
         name: format!("gates-{name}"),
@@ -89,6 +90,37 @@ pub(super) fn gate_table(name: &str, stats: &garble::Stats, costs: &GateCosts) -
             "The theoretical minimum of a session is the garbling time of its gates measured \
              alone; the stage table shows the measured total against it."
                 .into(),
+            format!(
+                "EQ/EQW are wire copies without cryptography; they are not measured \
+                 ({NOT_MEASURED})."
+            ),
         ],
+    }
+}
+
+/// A table cell whose value this run did not measure.
+const NOT_MEASURED: &str = "—";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_not_written_as_zero_ns() {
+        let c = garble::library::aes128();
+        let costs = GateCosts {
+            garble: [10.0, 1.0, 1.0],
+            evaluate: [5.0, 1.0, 1.0],
+        };
+        let t = gate_table("aes128", &c.stats(), &costs);
+        let copies = t
+            .rows
+            .iter()
+            .find(|r| r[0] == Value::from("EQ/EQW"))
+            .unwrap();
+        assert!(
+            copies[2..].iter().all(|v| *v == Value::from(NOT_MEASURED)),
+            "{copies:?}"
+        );
     }
 }

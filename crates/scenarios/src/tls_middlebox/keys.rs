@@ -289,14 +289,58 @@ mod tests {
         assert_eq!(out.to_vec(), want);
     }
 
+    /// How a derived `Debug` or a careless `format!` would print `bytes` (four of them are
+    /// enough to recognise): hex either case, and decimal as an array prints.
+    fn renderings(bytes: &[u8]) -> Vec<String> {
+        let b = &bytes[..4];
+        let lower: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        vec![
+            lower.clone(),
+            lower.to_uppercase(),
+            format!("{b:?}").trim_matches(['[', ']']).to_owned(),
+            format!("{b:#?}").trim_matches(['[', ']']).trim().to_owned(),
+        ]
+    }
+
     #[test]
     fn secrets_do_not_print() {
-        let m = MasterSecret([0x41; MASTER_SECRET_LEN]);
+        // A master secret with a pattern no Debug output could hold by chance.
+        let m = MasterSecret(core::array::from_fn(|i| 0xa7 ^ (i as u8).wrapping_mul(13)));
         let kb = KeyBlock::derive(&m, &[1; 32], &[2; 32]);
-        assert_eq!(format!("{m:?}"), "MasterSecret(..)");
-        assert_eq!(format!("{kb:?}"), "KeyBlock(..)");
-        let o = kb.opener(Direction::ClientToServer).unwrap();
-        assert!(!format!("{o:?}").contains("65"), "{o:?}");
+        let mut o = kb.opener(Direction::ClientToServer).unwrap();
+        let mut secret = vec![m.0.to_vec()];
+        for d in Direction::BOTH {
+            secret.push(kb.key(d).to_vec());
+            secret.push(kb.salt(d).to_vec());
+        }
+        let shown = |o: &Opener| {
+            [
+                format!("{m:?}"),
+                format!("{m:#?}"),
+                format!("{kb:?}"),
+                format!("{kb:#?}"),
+                format!("{o:?}"),
+            ]
+        };
+        // Exactly what each shows: a name, and for the opener its sequence number.
+        assert_eq!(
+            shown(&o),
+            [
+                "MasterSecret(..)",
+                "MasterSecret(..)",
+                "KeyBlock(..)",
+                "KeyBlock(..)",
+                "Opener { seq: 0, .. }"
+            ]
+        );
+        let mut buf = Vec::new();
+        let _ = o.open(ContentType::ApplicationData, 0x0303, &[0; 64], &mut buf);
+        assert_eq!(format!("{o:?}"), "Opener { seq: 1, .. }");
+        for text in shown(&o) {
+            for r in secret.iter().flat_map(|s| renderings(s)) {
+                assert!(!text.contains(&r), "{text:?} shows {r:?}");
+            }
+        }
     }
 
     #[test]

@@ -180,20 +180,31 @@ fn call_name(d: Direction, id: u32) -> String {
     }
 }
 
-/// A process's CPU time (user + system, all its threads), from `/proc`; 0 when unknown.
-fn process_cpu_ns(pid: Option<u32>) -> u64 {
-    let Some(pid) = pid else { return 0 };
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0;
-    };
+/// A process's CPU time (user + system, all its threads), from `/proc`; `None` when it
+/// cannot be read.
+fn process_cpu_ns(pid: Option<u32>) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    cpu_ns_of_stat(&stat, rustix::param::clock_ticks_per_second())
+}
+
+/// utime + stime of a `/proc/PID/stat` line, in ns, at `hz` clock ticks per second.
+fn cpu_ns_of_stat(stat: &str, hz: u64) -> Option<u64> {
     // Fields after the command name (which may hold spaces): utime is the 14th field.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return 0;
-    };
+    let rest = stat.rsplit_once(')')?.1;
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    let hz = rustix::param::clock_ticks_per_second().max(1);
-    (ticks(11) + ticks(12)) * 1_000_000_000 / hz
+    let ticks = |i: usize| f.get(i)?.parse::<u64>().ok();
+    Some((ticks(11)? + ticks(12)?) * 1_000_000_000 / hz.max(1))
+}
+
+/// Time per record of each measured round of `r` (round 0 warms up), with `records` records
+/// a round; a round whose time is unknown is left out, not counted as 0.
+fn per_record(r: &PassResult, records: u64) -> Vec<f64> {
+    r.wall_ns
+        .iter()
+        .skip(1)
+        .flatten()
+        .map(|&w| w as f64 / records as f64)
+        .collect()
 }
 
 /// One configuration at one record size.
@@ -273,18 +284,10 @@ impl TlsMiddlebox {
             cpu_ns_per_record: None,
         };
         let records = pass.records_per_flow * plan.flows as u64;
-        // Round 0 warms up; the others are measured.
-        let per_record = |r: &PassResult| -> Vec<f64> {
-            r.wall_ns
-                .iter()
-                .skip(1)
-                .map(|&w| w as f64 / records as f64)
-                .collect()
-        };
         ctx.check_cancel()?;
         let Some(config) = Self::config(setup, plan) else {
             let r = workload::run_pass(&pass, pki, None, None)?;
-            row.ns_per_record = per_record(&r);
+            row.ns_per_record = per_record(&r, records);
             return Ok(Outcome {
                 setup,
                 config: None,
@@ -318,11 +321,16 @@ impl TlsMiddlebox {
         let wall0 = std::time::Instant::now();
         let r = workload::run_pass(&pass, pki, Some(&mb), None)?;
         let wall = wall0.elapsed().as_nanos() as f64;
-        let own = process_cpu_ns(Some(std::process::id())).saturating_sub(own0);
-        let enclave_cpu = process_cpu_ns(enclave.pid()).saturating_sub(cpu0);
-        let busy_cores = (wall > 0.0).then(|| (own + enclave_cpu) as f64 / wall);
+        let since = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
+        let own = since(process_cpu_ns(Some(std::process::id())), own0);
+        // Unknown where `/proc` could not be read: then so are the figures made from it.
+        let enclave_cpu = since(process_cpu_ns(enclave.pid()), cpu0);
+        let busy_cores = match (own, enclave_cpu) {
+            (Some(o), Some(e)) if wall > 0.0 => Some((o + e) as f64 / wall),
+            _ => None,
+        };
         let problems = analysis::problems(&r, plan.flows, true);
-        row.ns_per_record = per_record(&r);
+        row.ns_per_record = per_record(&r, records);
         // CPU over the whole pass (handshakes and the warm-up round included), per record.
         let relay_cpu: u64 = r
             .flows
@@ -331,7 +339,8 @@ impl TlsMiddlebox {
             .map(|d| d.cpu_ns)
             .sum();
         let all_records = records * pass.rounds as u64;
-        row.cpu_ns_per_record = Some((relay_cpu + enclave_cpu) as f64 / all_records.max(1) as f64);
+        row.cpu_ns_per_record =
+            enclave_cpu.map(|e| (relay_cpu + e) as f64 / all_records.max(1) as f64);
         let measured = [r];
         let trace = enclave.trace();
         let (mut inspected, mut busy, mut ecall) = (0, 0, 0);
@@ -625,13 +634,24 @@ impl TlsMiddlebox {
                 Setup::Advisor.title(),
             )),
         )?;
-        for c in analysis::target_checks(
-            &rows,
-            Setup::Native.title(),
-            Setup::Sandbox.title(),
-            Setup::AllSwitchless.title(),
-            Setup::Advisor.title(),
-        ) {
+        let advised: Vec<String> = switchless_advised
+            .iter()
+            .map(|&id| call_name(Direction::Ecall, id))
+            .collect();
+        let advised = if advised.is_empty() {
+            "none".to_owned()
+        } else {
+            advised.join(",")
+        };
+        let checks = analysis::target_checks(&rows, Setup::Native.title(), Setup::Sandbox.title())
+            .into_iter()
+            .chain(analysis::advisor_checks(
+                &rows,
+                Setup::Advisor.title(),
+                &[Setup::Sandbox.title(), Setup::AllSwitchless.title()],
+                &advised,
+            ));
+        for c in checks {
             ctx.emit(NAME, "all", Params::new(), Body::Check(c))?;
         }
         // The headline: time per 1 KiB record, native middlebox against the sandbox's.

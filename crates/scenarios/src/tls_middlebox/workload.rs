@@ -146,9 +146,9 @@ pub struct ServerReport {
 /// One pass over all flows.
 #[derive(Debug, Clone, Default)]
 pub struct PassResult {
-    /// Per round: from its barrier until the last server had all of it, ns; 0 when some
-    /// server never did.
-    pub wall_ns: Vec<u64>,
+    /// Per round: from its barrier until the last server had all of it, ns; `None` when
+    /// some server never did (the round's time is unknown).
+    pub wall_ns: Vec<Option<u64>>,
     /// Each server's view.
     pub servers: Vec<ServerReport>,
     /// Each flow's middlebox view (empty without a middlebox).
@@ -169,6 +169,24 @@ fn push<T>(m: &Mutex<Vec<T>>, v: T) {
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> String + '_ {
     move |e| format!("{what}: {e}")
+}
+
+/// Each round's wall time: the last of the `flows` servers' finishing times; `None` when
+/// fewer than `flows` servers finished it (a time that is not known is not written as 0).
+pub fn round_walls(servers: &[ServerReport], flows: usize, rounds: usize) -> Vec<Option<u64>> {
+    (0..rounds)
+        .map(|k| {
+            let done: Vec<u64> = servers
+                .iter()
+                .filter_map(|s| s.done_ns.get(k).copied().flatten())
+                .collect();
+            if done.len() == flows {
+                done.into_iter().max()
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
 /// Accepts exactly `n` connections, or fewer if `deadline` passes first.
@@ -507,19 +525,7 @@ pub fn run_pass(
     });
 
     let servers = servers.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let wall_ns = (0..cfg.rounds)
-        .map(|k| {
-            let done: Vec<u64> = servers
-                .iter()
-                .filter_map(|s| s.done_ns.get(k).copied().flatten())
-                .collect();
-            if done.len() == cfg.flows {
-                done.into_iter().max().unwrap_or(0)
-            } else {
-                0
-            }
-        })
-        .collect();
+    let wall_ns = round_walls(&servers, cfg.flows, cfg.rounds);
     let per_flow = cfg.records_per_flow * cfg.rounds as u64;
     let planted = (0..cfg.flows as u64)
         .map(|i| Payloads::new(i, cfg.record_size, cfg.plant_every).planted_in(per_flow))

@@ -279,3 +279,25 @@ fn app_record(stream: &[u8], n: usize) -> (usize, usize) {
     }
     panic!("no application record {n}")
 }
+
+/// CPU time from a `/proc/PID/stat` line (a command name with spaces and a `)` in it), and
+/// nothing where a field is missing: unknown, not 0.
+#[test]
+fn process_cpu_time_is_read_or_unknown() {
+    let stat = "42 (a b) c) S 1 2 3 4 5 6 7 8 9 10 150 50 0 0 20 0 1 0";
+    assert_eq!(super::cpu_ns_of_stat(stat, 100), Some(2_000_000_000));
+    assert_eq!(super::cpu_ns_of_stat("42 (x) S 1 2 3", 100), None);
+    assert_eq!(super::cpu_ns_of_stat("no parenthesis", 100), None);
+    assert_eq!(super::process_cpu_ns(None), None);
+    assert!(super::process_cpu_ns(Some(std::process::id())).is_some());
+}
+
+/// The warm-up round is dropped and an unknown round is left out, never timed as 0.
+#[test]
+fn per_record_times_leave_unknown_rounds_out() {
+    let r = workload::PassResult {
+        wall_ns: vec![Some(1), Some(100), None, Some(200)],
+        ..workload::PassResult::default()
+    };
+    assert_eq!(super::per_record(&r, 10), [10.0, 20.0]);
+}

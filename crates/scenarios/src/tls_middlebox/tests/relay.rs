@@ -203,7 +203,7 @@ fn passes_deliver_every_byte_and_find_every_pattern() {
     );
     assert_eq!(pass.shares, (4, 0));
     assert_eq!(pass.wall_ns.len(), 2);
-    assert!(pass.wall_ns.iter().all(|&w| w > 0));
+    assert!(pass.wall_ns.iter().all(|w| w.is_some_and(|w| w > 0)));
 }
 
 #[test]
@@ -258,4 +258,32 @@ fn a_pass_refuses_sizes_it_cannot_send() {
         ..cfg
     };
     assert!(workload::run_pass(&too_big, pki(), None, None).is_err());
+}
+
+#[test]
+fn a_round_some_server_did_not_finish_has_no_time() {
+    let server = |done: Vec<Option<u64>>| workload::ServerReport {
+        done_ns: done,
+        ..workload::ServerReport::default()
+    };
+    let servers = [
+        server(vec![Some(10), Some(20), Some(30)]),
+        server(vec![Some(15), None, Some(25)]),
+    ];
+    assert_eq!(
+        workload::round_walls(&servers, 2, 3),
+        [Some(15), None, Some(30)]
+    );
+    // A server that never reported: no round is known.
+    assert_eq!(workload::round_walls(&servers[..1], 2, 2), [None, None]);
+    // The correctness check names the unknown round.
+    let pass = workload::PassResult {
+        wall_ns: vec![Some(15), None],
+        ..workload::PassResult::default()
+    };
+    let p = super::super::analysis::problems(&pass, 0, false);
+    assert!(
+        p.iter().any(|m| m.contains("round(s) 1 not measured")),
+        "{p:?}"
+    );
 }
