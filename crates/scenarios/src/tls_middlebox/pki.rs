@@ -79,7 +79,7 @@ fn provider() -> Arc<CryptoProvider> {
 /// The server's configuration: TLS 1.2 only, the one suite.
 pub fn server_config(pki: &Pki) -> Result<Arc<ServerConfig>, ScenarioError> {
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.key.clone()));
-    let mut c = ServerConfig::builder_with_provider(provider())
+    let c = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS12])
         .at("server protocol versions")?
         .with_no_client_auth()
