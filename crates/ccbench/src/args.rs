@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use scenarios::TransitionModel;
 
 /// ccbench: what does confidentiality cost? Runs workloads natively and behind a trust
@@ -66,6 +66,7 @@ pub enum GcCircuitCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input_source").required(true).args(["input", "input_file"])))]
 pub struct PartyArgs {
     /// A Bristol (Fashion or old) file, a library circuit name (aes128, sha256, mul1024),
     /// or ed25519-sign[:LEN]: RFC 8032 signing on a key XOR-shared between the parties
@@ -75,18 +76,28 @@ pub struct PartyArgs {
     pub circuit: String,
     /// This party's input as hex, least significant bit of the first byte first; exactly
     /// as many bytes as the circuit's input for this party (see `ccbench gc circuit stats`).
-    #[arg(long)]
-    pub input: String,
+    /// `-` reads the hex from stdin. A value written here is visible to every local user
+    /// (`ps`, /proc/PID/cmdline): give a secret, such as a key share, with --input-file or
+    /// `--input -`.
+    #[arg(long, value_name = "HEX|-")]
+    pub input: Option<String>,
+    /// A file that holds this party's input as hex (surrounding whitespace ignored).
+    #[arg(long, value_name = "PATH")]
+    pub input_file: Option<PathBuf>,
     /// Evaluations of the circuit in this session (the same input each time): bulk mode.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub evaluations: u32,
-    /// Seconds to wait for the peer (to connect, or to send the next bytes).
+    /// Seconds to wait for the peer each time: to connect, or to send its next bytes.
     #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
     pub timeout: f64,
     /// Also write the session's records (`results.jsonl`) and report (`report.md`,
     /// `report.html`) into this folder, as `ccbench run` does.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Seconds the whole session may take, connecting included: a peer that keeps sending
+    /// a byte now and then, each within --timeout, still cannot keep it going longer.
+    #[arg(long, default_value_t = 3600.0, value_parser = parse_seconds)]
+    pub deadline: f64,
 }
 
 #[derive(Debug, Args)]

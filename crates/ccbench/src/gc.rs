@@ -1,13 +1,13 @@
 //! `ccbench gc`: the garbled-circuit engine by hand — build and inspect circuits, and run
 //! one party of a two-party computation (two terminals or two hosts).
 
-use std::io::Write;
+use std::io::{Read as _, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use garble::channel::TcpChannel;
+use garble::channel::{Deadline, TcpChannel};
 use garble::circuit::bits_from_bytes_exact;
 use garble::ed25519::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES};
 use garble::generator::Generator as _;
@@ -126,6 +126,66 @@ fn stats_generated(spec: &str, c: &Ed25519Sign) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A party's input, and whether it was written on the command line (where every local
+/// user can read it).
+struct Input {
+    bytes: Vec<u8>,
+    /// Where it came from, for errors: `--input`, `--input - (stdin)`, `--input-file PATH`.
+    source: String,
+    on_command_line: bool,
+}
+
+/// This party's input: `--input HEX`, `--input -` (hex on stdin) or `--input-file PATH`
+/// (clap makes sure exactly one is given). Errors name the source, never its content.
+fn read_input(a: &PartyArgs) -> Result<Input> {
+    let (text, source, on_command_line) = match (&a.input, &a.input_file) {
+        (Some(dash), None) if dash == "-" => {
+            let mut t = String::new();
+            std::io::stdin()
+                .read_to_string(&mut t)
+                .map_err(|e| Exit::usage(format!("--input -: reading stdin: {e}")))?;
+            (t, "--input - (stdin)".to_owned(), false)
+        }
+        (Some(hex), None) => (hex.clone(), "--input".to_owned(), true),
+        (None, Some(path)) => {
+            let source = format!("--input-file {}", path.display());
+            let t = std::fs::read_to_string(path)
+                .map_err(|e| Exit::usage(format!("{source}: cannot read it: {e}")))?;
+            (t, source, false)
+        }
+        _ => {
+            return Err(
+                Exit::usage("give the input with exactly one of --input or --input-file").into(),
+            );
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(Exit::usage(format!("{source}: no hex input (it is empty)")).into());
+    }
+    let bytes = unhex(&text).map_err(|_| Exit::usage(format!("{source}: {}", not_hex(&text))))?;
+    Ok(Input {
+        bytes,
+        source,
+        on_command_line,
+    })
+}
+
+/// Why `text` is not hex, by position: the message quotes none of it (it may be a secret
+/// with a typo).
+fn not_hex(text: &str) -> String {
+    let t = text.trim();
+    let t = t.strip_prefix("0x").unwrap_or(t);
+    match t.chars().position(|c| !c.is_ascii_hexdigit()) {
+        Some(i) => format!("not hex: character {} is not a hex digit", i + 1),
+        None => format!("not hex: an odd number of digits ({})", t.len()),
+    }
+}
+
+/// The deadline of a session (`--deadline`), counted from now.
+fn session_deadline(a: &PartyArgs) -> Deadline {
+    Deadline::after(Duration::from_secs_f64(a.deadline))
+}
+
 /// One party of a two-party Ed25519 signature. The garbler's input is its key share
 /// and the message, the evaluator's its key share; both print the signature, which the
 /// garbler (and the evaluator, given the message) verifies.
@@ -136,7 +196,16 @@ fn sign_party(
     addr: &str,
     message: Option<&str>,
 ) -> Result<ExitCode> {
-    let input = unhex(&a.input).map_err(|e| anyhow::anyhow!("--input: {e}"))?;
+    let Input {
+        bytes: input,
+        source,
+        on_command_line,
+    } = read_input(&a)?;
+    if on_command_line {
+        eprintln!(
+            "warning: --input puts this party's key share on the command line, where every local user can read it (ps, /proc/PID/cmdline); pass it with --input-file PATH or --input - (stdin)"
+        );
+    }
     let share_note = "a key share is 64 bytes: this party's XOR share of `seed || public key`";
     let expected = match role {
         Party::Garbler => KEY_BYTES + c.msg_len,
@@ -145,13 +214,13 @@ fn sign_party(
     if input.len() != expected {
         anyhow::bail!(match role {
             Party::Garbler => format!(
-                "--input: the garbler's input is its key share followed by the {}-byte message ({} bytes), got {} bytes ({share_note})",
+                "{source}: the garbler's input is its key share followed by the {}-byte message ({} bytes), got {} bytes ({share_note})",
                 c.msg_len,
                 expected,
                 input.len()
             ),
             Party::Evaluator => format!(
-                "--input: the evaluator's input is its key share, got {} bytes ({share_note})",
+                "{source}: the evaluator's input is its key share, got {} bytes ({share_note})",
                 input.len()
             ),
         });
@@ -176,18 +245,21 @@ fn sign_party(
     }
     let bits = garble::circuit::bits_from_bytes(&input, 8 * input.len());
     let timeout = Duration::from_secs_f64(a.timeout);
-    let opts = SessionOptions::default();
+    let deadline = session_deadline(&a);
+    let opts = SessionOptions {
+        deadline: Some(deadline),
+        ..SessionOptions::default()
+    };
+    let mut ch = channel(role, addr, timeout, deadline)?;
     let (out, label) = match role {
         Party::Garbler => {
-            let out =
-                garble::stream::run_garbler(&mut channel(role, addr, timeout)?, &c, &bits, &opts)
-                    .context("the two-party session failed")?;
+            let out = garble::stream::run_garbler(&mut ch, &c, &bits, &opts)
+                .context("the two-party session failed")?;
             (out, "garbler")
         }
         Party::Evaluator => {
-            let out =
-                garble::stream::run_evaluator(&mut channel(role, addr, timeout)?, &c, &bits, &opts)
-                    .context("the two-party session failed")?;
+            let out = garble::stream::run_evaluator(&mut ch, &c, &bits, &opts)
+                .context("the two-party session failed")?;
             (out, "evaluator")
         }
     };
@@ -289,22 +361,26 @@ fn print_stats(spec: &str, s: &garble::Stats) {
 
 fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
     let c = circuit(&a.circuit)?;
-    let bytes = unhex(&a.input).map_err(|e| Exit::usage(format!("--input: {e}")))?;
-    let bits = bits_from_bytes_exact(role, &bytes, c.party_input_bits(role))
-        .map_err(|e| Exit::usage(format!("--input: {e}")))?;
+    let input = read_input(&a)?;
+    let bits = bits_from_bytes_exact(role, &input.bytes, c.party_input_bits(role))
+        .map_err(|e| Exit::usage(format!("{}: {e}", input.source)))?;
     let timeout = Duration::from_secs_f64(a.timeout);
     let inputs = vec![bits; a.evaluations as usize];
-    let opts = SessionOptions::default();
+    let deadline = session_deadline(&a);
+    let opts = SessionOptions {
+        deadline: Some(deadline),
+        ..SessionOptions::default()
+    };
+    let mut ch = channel(role, addr, timeout, deadline)?;
     let (out, label) = match role {
         Party::Garbler => {
-            let out = session::run_garbler(&mut channel(role, addr, timeout)?, &c, &inputs, &opts)
+            let out = session::run_garbler(&mut ch, &c, &inputs, &opts)
                 .context("the two-party session failed")?;
             (out, "garbler")
         }
         Party::Evaluator => {
-            let out =
-                session::run_evaluator(&mut channel(role, addr, timeout)?, &c, &inputs, &opts)
-                    .context("the two-party session failed")?;
+            let out = session::run_evaluator(&mut ch, &c, &inputs, &opts)
+                .context("the two-party session failed")?;
             (out, "evaluator")
         }
     };
@@ -333,15 +409,16 @@ fn save(out: Option<&Path>, rec: Record) -> Result<()> {
 }
 
 /// The connection to the other party: the garbler listens on `addr`, the evaluator connects
-/// to it.
-fn channel(role: Party, addr: &str, timeout: Duration) -> Result<TcpChannel> {
+/// to it, each waiting at most `timeout` and never past `deadline`.
+fn channel(role: Party, addr: &str, timeout: Duration, deadline: Deadline) -> Result<TcpChannel> {
+    let wait = timeout.min(deadline.left());
     match role {
         Party::Garbler => {
             eprintln!("garbler: waiting for the evaluator on {addr}");
-            TcpChannel::listen(addr, timeout)
+            TcpChannel::listen(addr, wait)
                 .with_context(|| format!("waiting for the evaluator on {addr}"))
         }
-        Party::Evaluator => TcpChannel::connect(addr, timeout)
+        Party::Evaluator => TcpChannel::connect(addr, wait)
             .with_context(|| format!("connecting to the garbler at {addr}")),
     }
 }

@@ -324,6 +324,11 @@ fn free_port() -> u16 {
 /// A garbler (`gc garble ARGS --listen ADDR`) in the background and an evaluator
 /// (`gc evaluate ARGS --connect ADDR`) on a fresh port: both outputs, the garbler's second.
 fn two_party(garbler: &[&str], evaluator: &[&str]) -> (Output, Output) {
+    two_party_stdin(garbler, evaluator, None)
+}
+
+/// [`two_party`], with `stdin` written to the evaluator's standard input.
+fn two_party_stdin(garbler: &[&str], evaluator: &[&str], stdin: Option<&str>) -> (Output, Output) {
     let addr = format!("127.0.0.1:{}", free_port());
     let g = ccbench()
         .args(["gc", "garble"])
@@ -336,8 +341,171 @@ fn two_party(garbler: &[&str], evaluator: &[&str]) -> (Output, Output) {
     let mut e_args = vec!["gc", "evaluate"];
     e_args.extend_from_slice(evaluator);
     e_args.extend(["--connect", addr.as_str()]);
-    let e = run(&e_args);
+    let e = run_stdin(&e_args, stdin);
     (e, g.wait_with_output().unwrap())
+}
+
+/// `ccbench ARGS` with `stdin` (if any) on its standard input.
+fn run_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let Some(text) = stdin else {
+        return run(args);
+    };
+    let mut child = ccbench()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The input from a file (the garbler's key) and from stdin (the evaluator's plaintext);
+/// no warning, as neither is a signing share.
+#[test]
+fn gc_inputs_come_from_a_file_or_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key.hex");
+    std::fs::write(&key, "000102030405060708090a0b0c0d0e0f\n").unwrap();
+    let (e, g) = two_party_stdin(
+        &["--circuit", "aes128", "--input-file", key.to_str().unwrap()],
+        &["--circuit", "aes128", "--input", "-"],
+        Some("00112233445566778899AABBCCDDEEFF\n"),
+    );
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    let fips = "69c4e0d86a7b0430d8cdb78070b4c55a";
+    assert_eq!(String::from_utf8_lossy(&g.stdout).trim(), fips);
+    assert_eq!(String::from_utf8_lossy(&e.stdout).trim(), fips);
+    assert!(!stderr(&g).contains("warning"), "{}", stderr(&g));
+}
+
+#[test]
+fn gc_input_errors_name_their_source_and_never_its_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-share.hex");
+    let bad = dir.path().join("bad.hex");
+    std::fs::write(&bad, "00112233445566778899aabbccddeeffXY").unwrap();
+    let evaluate = |input: &[&str], stdin: Option<&str>| {
+        let mut args = vec!["gc", "evaluate", "--circuit", "aes128"];
+        args.extend_from_slice(input);
+        run_stdin(&args, stdin)
+    };
+    // A file that does not exist, and one that is not hex: usage errors naming the file.
+    let o = evaluate(&["--input-file", missing.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(missing.to_str().unwrap()),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
+    let o = evaluate(&["--input-file", bad.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(bad.to_str().unwrap()), "{}", stderr(&o));
+    assert!(stderr(&o).contains("hex"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("character 33"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("00112233") && !stderr(&o).contains('X'),
+        "{}",
+        stderr(&o)
+    );
+    // Bad or no hex on stdin.
+    let o = evaluate(&["--input", "-"], Some("not hex at all"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stdin"), "{}", stderr(&o));
+    let o = evaluate(&["--input", "-"], Some(""));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("empty"), "{}", stderr(&o));
+    // Exactly one source: neither, or both, is a usage error.
+    let o = evaluate(&[], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--input"), "{}", stderr(&o));
+    let o = evaluate(
+        &["--input", "00", "--input-file", bad.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// A signing share written on the command line draws a warning; one from a file does not.
+#[test]
+fn gc_a_key_share_on_the_command_line_is_warned_about() {
+    let (_, mask, _, _) = sign_inputs();
+    let dir = tempfile::tempdir().unwrap();
+    let share = dir.path().join("share.hex");
+    std::fs::write(&share, hexs(&mask)).unwrap();
+    // Nobody listens there: each party fails to connect, quickly, after reading its input.
+    let nowhere = format!("127.0.0.1:{}", free_port());
+    let evaluate = |input: &[&str]| {
+        let mut args = vec!["gc", "evaluate", "--circuit", "ed25519-sign"];
+        args.extend_from_slice(input);
+        args.extend(["--connect", &nowhere, "--timeout", "0.3"]);
+        run(&args)
+    };
+    let o = evaluate(&["--input", &hexs(&mask)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning") && stderr(&o).contains("command line"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--input-file"), "{}", stderr(&o));
+    let o = evaluate(&["--input-file", share.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
+/// A peer that sends a byte every 100 ms never lets the 30 s --timeout run out; the
+/// garbler gives up when its 1 s --deadline passes, not after.
+#[test]
+fn gc_a_trickling_peer_is_cut_off_by_the_deadline() {
+    use std::io::Write;
+    let addr = format!("127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let g = ccbench()
+        .args(["gc", "garble", "--circuit", "aes128", "--input", "-"])
+        .args(["--listen", &addr, "--timeout", "30", "--deadline", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut g = g;
+    g.stdin
+        .take()
+        .unwrap()
+        .write_all(b"000102030405060708090a0b0c0d0e0f")
+        .unwrap();
+    let trickler = std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut s = loop {
+            match std::net::TcpStream::connect(&addr) {
+                Ok(s) => break s,
+                Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => panic!("the garbler never listened: {e}"),
+            }
+        };
+        while Instant::now() < until && s.write_all(&[0x43]).is_ok() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let o = g.wait_with_output().unwrap();
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("deadline"), "{}", stderr(&o));
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    trickler.join().unwrap();
 }
 
 #[test]
@@ -649,24 +817,31 @@ fn gc_ed25519_stats_print_the_and_count() {
 #[test]
 fn gc_ed25519_two_processes_print_the_same_verifying_signature() {
     let (key, mask, gshare, msg) = sign_inputs();
-    let (e, g) = two_party(
+    // As the docs show it: the garbler's share from a file, the evaluator's on stdin.
+    let dir = tempfile::tempdir().unwrap();
+    let gfile = dir.path().join("garbler.hex");
+    std::fs::write(&gfile, format!("{}{}\n", hexs(&gshare), hexs(&msg))).unwrap();
+    let (e, g) = two_party_stdin(
         &[
             "--circuit",
             "ed25519-sign",
-            "--input",
-            &format!("{}{}", hexs(&gshare), hexs(&msg)),
+            "--input-file",
+            gfile.to_str().unwrap(),
         ],
         &[
             "--circuit",
             "ed25519-sign",
             "--input",
-            &hexs(&mask),
+            "-",
             "--message",
             &hexs(&msg),
         ],
+        Some(&hexs(&mask)),
     );
     assert!(g.status.success(), "{}", stderr(&g));
     assert!(e.status.success(), "{}", stderr(&e));
+    assert!(!stderr(&g).contains("warning"), "{}", stderr(&g));
+    assert!(!stderr(&e).contains("warning"), "{}", stderr(&e));
     let want = hexs(&garble::ed25519::reference_sign(&key, &msg));
     assert_eq!(String::from_utf8_lossy(&g.stdout).trim(), want);
     assert_eq!(String::from_utf8_lossy(&e.stdout).trim(), want);

@@ -1,9 +1,12 @@
 //! Byte channels between the two parties: TCP (large buffered writes, byte
-//! counters, timeouts) and an in-memory pair for tests.
+//! counters, timeouts, a deadline) and an in-memory pair for tests.
 //!
 //! A peer that closes gives [`ChannelError::Closed`], one that stalls past
-//! the timeout [`ChannelError::Timeout`]; neither hangs nor panics. Malformed
-//! content is detected by the protocol layer above.
+//! the timeout [`ChannelError::Timeout`]; neither hangs nor panics. The
+//! timeout bounds each wait, so a peer that sends a byte now and then resets
+//! it every time: a [`Deadline`] bounds the whole exchange, however the peer
+//! paces its bytes ([`ChannelError::Deadline`]). Malformed content is
+//! detected by the protocol layer above.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -23,6 +26,10 @@ pub enum ChannelError {
     /// The peer sent nothing (or accepted nothing) for longer than the timeout.
     #[error("the peer did not respond within {0:?}")]
     Timeout(Duration),
+    /// The deadline passed (its limit): the exchange as a whole took too long, however
+    /// the peer paced its bytes.
+    #[error("the deadline of {0:?} for the whole exchange passed")]
+    Deadline(Duration),
     /// Connecting or accepting failed.
     #[error("could not connect to {addr}: {source}")]
     Connect {
@@ -34,6 +41,79 @@ pub enum ChannelError {
     /// Another I/O error.
     #[error("channel i/o error: {0}")]
     Io(io::Error),
+}
+
+impl ChannelError {
+    /// The same error again, for reporting a failure more than once (an I/O error's kind
+    /// and message are kept).
+    fn again(&self) -> ChannelError {
+        let io = |e: &io::Error| io::Error::new(e.kind(), e.to_string());
+        match self {
+            ChannelError::Closed => ChannelError::Closed,
+            ChannelError::Timeout(t) => ChannelError::Timeout(*t),
+            ChannelError::Deadline(d) => ChannelError::Deadline(*d),
+            ChannelError::Connect { addr, source } => ChannelError::Connect {
+                addr: addr.clone(),
+                source: io(source),
+            },
+            ChannelError::Io(e) => ChannelError::Io(io(e)),
+        }
+    }
+}
+
+/// A point in time by which an exchange must be over, with the limit it was set from (for
+/// the error). Unlike the per-read timeout, nothing the peer does moves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    at: Instant,
+    limit: Duration,
+}
+
+/// The longest limit a [`Deadline`] keeps (about a century; longer ones are cut to it, far
+/// inside the clock's range).
+const LONGEST_LIMIT: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+impl Deadline {
+    /// The deadline `limit` from now.
+    pub fn after(limit: Duration) -> Deadline {
+        let limit = limit.min(LONGEST_LIMIT);
+        Deadline {
+            at: Instant::now() + limit,
+            limit,
+        }
+    }
+
+    /// When it passes.
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+
+    /// The limit it was made with.
+    pub fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    /// Time left (zero once passed).
+    pub fn left(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether it has passed.
+    pub fn passed(&self) -> bool {
+        self.left().is_zero()
+    }
+}
+
+/// How long one blocking wait may last: `timeout`, cut to what is left before `deadline`;
+/// [`ChannelError::Deadline`] once it has passed.
+fn wait_for(timeout: Duration, deadline: Option<Deadline>) -> Result<Duration, ChannelError> {
+    match deadline {
+        None => Ok(timeout),
+        Some(d) => match d.left() {
+            left if left.is_zero() => Err(ChannelError::Deadline(d.limit)),
+            left => Ok(timeout.min(left)),
+        },
+    }
 }
 
 /// A reliable, ordered byte stream to the other party.
@@ -80,6 +160,13 @@ pub trait Channel {
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), ChannelError> {
         send_copied(self, n, fill)
+    }
+    /// Sets (or, with `None`, clears) a deadline for everything the channel does from now
+    /// on: no wait outlasts it, and once it has passed every read and write fails with
+    /// [`ChannelError::Deadline`]. The default ignores it (a test double without clocks);
+    /// [`TcpChannel`] and [`MemChannel`] keep it.
+    fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        let _ = deadline;
     }
 }
 
@@ -144,6 +231,9 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     ) -> Result<(), ChannelError> {
         (**self).send_in_place(n, fill)
     }
+    fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        (**self).set_deadline(deadline)
+    }
 }
 
 /// Write buffer size of [`TcpChannel`] (and the size of each block handed to
@@ -191,14 +281,61 @@ struct WriterState {
     /// The thread's CPU time, in nanoseconds, after its last block.
     cpu_ns: AtomicU64,
     /// The first write error, if any (later sends report it).
-    error: Mutex<Option<io::Error>>,
+    error: Mutex<Option<ChannelError>>,
+    /// The channel's deadline, which bounds the thread's writes too.
+    deadline: Mutex<Option<Deadline>>,
+}
+
+impl WriterState {
+    fn deadline(&self) -> Option<Deadline> {
+        // A poisoned lock still holds the last deadline set.
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Writes all of `data`, each write waiting at most `timeout` and none past `deadline`
+/// (a peer that takes a byte now and then cannot stretch the whole beyond it); `wrote`
+/// counts each write's bytes. The socket's write timeout is cut to the time left when the
+/// deadline is nearer than `timeout` ([`TcpChannel::set_deadline`] restores it).
+fn write_all_within(
+    stream: &mut TcpStream,
+    mut data: &[u8],
+    timeout: Duration,
+    deadline: Option<Deadline>,
+    mut wrote: impl FnMut(usize),
+) -> Result<(), ChannelError> {
+    while !data.is_empty() {
+        let wait = wait_for(timeout, deadline)?;
+        if wait < timeout {
+            stream
+                .set_write_timeout(Some(wait))
+                .map_err(ChannelError::Io)?;
+        }
+        match stream.write(data) {
+            Ok(0) => return Err(ChannelError::Closed),
+            Ok(n) => {
+                wrote(n);
+                data = &data[n..];
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(map_io(e, timeout, deadline.filter(|_| wait < timeout))),
+        }
+    }
+    Ok(())
 }
 
 impl Writer {
-    fn spawn(mut stream: TcpStream) -> io::Result<Writer> {
+    fn spawn(
+        mut stream: TcpStream,
+        timeout: Duration,
+        deadline: Option<Deadline>,
+    ) -> io::Result<Writer> {
         let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(WRITER_DEPTH);
         let (free_tx, free) = mpsc::channel();
-        let state = Arc::new(WriterState::default());
+        let state = Arc::new(WriterState {
+            deadline: Mutex::new(deadline),
+            ..WriterState::default()
+        });
         let st = Arc::clone(&state);
         let thread = std::thread::Builder::new()
             .name("garble-writer".into())
@@ -206,15 +343,19 @@ impl Writer {
                 for (block, len) in rx {
                     let failed = st.error.lock().map(|e| e.is_some()).unwrap_or(true);
                     if !failed {
-                        match stream.write_all(&block[..len]) {
-                            Ok(()) => {
-                                st.written.fetch_add(len as u64, Ordering::Release);
-                            }
-                            Err(e) => {
-                                if let Ok(mut slot) = st.error.lock() {
-                                    *slot = Some(e);
-                                }
-                            }
+                        let r = write_all_within(
+                            &mut stream,
+                            &block[..len],
+                            timeout,
+                            st.deadline(),
+                            |n| {
+                                st.written.fetch_add(n as u64, Ordering::Release);
+                            },
+                        );
+                        if let Err(e) = r
+                            && let Ok(mut slot) = st.error.lock()
+                        {
+                            *slot = Some(e);
                         }
                     }
                     let cpu = u64::try_from(thread_cpu().as_nanos()).unwrap_or(u64::MAX);
@@ -231,11 +372,11 @@ impl Writer {
         })
     }
 
-    /// The first write error of the thread, as a channel error.
-    fn check(&self, timeout: Duration) -> Result<(), ChannelError> {
+    /// The first write error of the thread.
+    fn check(&self) -> Result<(), ChannelError> {
         match self.state.error.lock() {
             Ok(e) => match e.as_ref() {
-                Some(e) => Err(map_io(io::Error::new(e.kind(), e.to_string()), timeout)),
+                Some(e) => Err(e.again()),
                 None => Ok(()),
             },
             Err(_) => Err(ChannelError::Closed),
@@ -248,13 +389,8 @@ impl Writer {
 
     /// Hands the first `len` bytes of `block` to the thread (waits while
     /// [`WRITER_DEPTH`] blocks are queued) and returns a block to fill next.
-    fn push(
-        &mut self,
-        block: Vec<u8>,
-        len: usize,
-        timeout: Duration,
-    ) -> Result<Vec<u8>, ChannelError> {
-        self.check(timeout)?;
+    fn push(&mut self, block: Vec<u8>, len: usize) -> Result<Vec<u8>, ChannelError> {
+        self.check()?;
         let tx = self.tx.as_ref().ok_or(ChannelError::Closed)?;
         self.state.in_flight.fetch_add(1, Ordering::AcqRel);
         if tx.send((block, len)).is_err() {
@@ -282,7 +418,8 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         // Everything handed over is still written (each write bounded by
-        // the socket's timeout), as a socket close would deliver it.
+        // the socket's timeout and the deadline), as a socket close would
+        // deliver it.
         self.tx = None;
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -302,6 +439,10 @@ impl Drop for Writer {
 /// is empty (the garbled tables land in the evaluator's buffer with one copy).
 /// `TCP_NODELAY` is set: every flush is a segment now, not after Nagle's
 /// wait for the peer's (delayed) ACK.
+///
+/// Time: each blocking read or write waits at most the timeout; with a
+/// [`Deadline`] ([`Channel::set_deadline`]), none waits past it, and every
+/// read, write and block handed to the writer thread fails once it has passed.
 #[derive(Debug)]
 pub struct TcpChannel {
     stream: TcpStream,
@@ -319,16 +460,22 @@ pub struct TcpChannel {
     /// Bytes read from the socket.
     read: u64,
     timeout: Duration,
+    deadline: Option<Deadline>,
 }
 
-fn map_io(e: io::Error, timeout: Duration) -> ChannelError {
+/// A socket error as a channel error; a wait that ran out is the deadline's when `cut_by`
+/// had cut it short, the timeout's otherwise.
+fn map_io(e: io::Error, timeout: Duration, cut_by: Option<Deadline>) -> ChannelError {
     match e.kind() {
         io::ErrorKind::UnexpectedEof
         | io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
         | io::ErrorKind::BrokenPipe
         | io::ErrorKind::NotConnected => ChannelError::Closed,
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ChannelError::Timeout(timeout),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => match cut_by {
+            Some(d) => ChannelError::Deadline(d.limit),
+            None => ChannelError::Timeout(timeout),
+        },
         _ => ChannelError::Io(e),
     }
 }
@@ -356,6 +503,7 @@ impl TcpChannel {
             written: 0,
             read: 0,
             timeout,
+            deadline: None,
         })
     }
 
@@ -422,14 +570,16 @@ impl TcpChannel {
     /// [`Channel::send_in_place`] allows) to the writer thread, starting it
     /// on first use.
     fn push_block(&mut self) -> Result<(), ChannelError> {
+        wait_for(self.timeout, self.deadline)?;
         if self.writer.is_none() {
             let s = self.stream.try_clone().map_err(ChannelError::Io)?;
-            self.writer = Some(Writer::spawn(s).map_err(ChannelError::Io)?);
+            let w = Writer::spawn(s, self.timeout, self.deadline).map_err(ChannelError::Io)?;
+            self.writer = Some(w);
         }
         if let Some(w) = self.writer.as_mut() {
             let block = std::mem::take(&mut self.wbuf);
             let len = std::mem::take(&mut self.wlen);
-            match w.push(block, len, self.timeout) {
+            match w.push(block, len) {
                 Ok(next) => self.wbuf = next,
                 Err(e) => {
                     // The block is gone with the connection; later sends
@@ -446,17 +596,23 @@ impl TcpChannel {
     fn write_inline(&mut self, data: &[u8]) -> Result<(), ChannelError> {
         if let Some(w) = self.writer.as_mut() {
             w.drain();
-            w.check(self.timeout)?;
+            w.check()?;
         }
-        self.stream
-            .write_all(data)
-            .map_err(|e| map_io(e, self.timeout))?;
-        self.written += data.len() as u64;
-        Ok(())
+        let written = &mut self.written;
+        write_all_within(&mut self.stream, data, self.timeout, self.deadline, |n| {
+            *written += n as u64;
+        })
     }
 
+    /// One read from the socket: at most the timeout, never past the deadline.
     fn fill_from_socket(&mut self, buf: &mut [u8]) -> Result<usize, ChannelError> {
         loop {
+            let wait = wait_for(self.timeout, self.deadline)?;
+            if wait < self.timeout {
+                self.stream
+                    .set_read_timeout(Some(wait))
+                    .map_err(ChannelError::Io)?;
+            }
             match self.stream.read(buf) {
                 Ok(0) => return Err(ChannelError::Closed),
                 Ok(n) => {
@@ -464,7 +620,10 @@ impl TcpChannel {
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(map_io(e, self.timeout)),
+                Err(e) => {
+                    let cut_by = self.deadline.filter(|_| wait < self.timeout);
+                    return Err(map_io(e, self.timeout, cut_by));
+                }
             }
         }
     }
@@ -577,6 +736,21 @@ impl Channel for TcpChannel {
                 .map_or(0, |w| w.state.cpu_ns.load(Ordering::Acquire)),
         )
     }
+
+    /// Keeps `deadline` for this thread's reads and writes and the writer thread's; the
+    /// socket's timeouts go back to the full timeout (a read or write cuts them again
+    /// when the deadline is nearer).
+    fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        self.deadline = deadline;
+        if let Some(w) = &self.writer
+            && let Ok(mut d) = w.state.deadline.lock()
+        {
+            *d = deadline;
+        }
+        // Best effort: were these to fail, a cut timeout stays, which is only shorter.
+        let _ = self.stream.set_read_timeout(Some(self.timeout));
+        let _ = self.stream.set_write_timeout(Some(self.timeout));
+    }
 }
 
 /// One end of an in-memory channel (see [`mem_pair`]).
@@ -589,6 +763,7 @@ pub struct MemChannel {
     sent: u64,
     received: u64,
     timeout: Duration,
+    deadline: Option<Deadline>,
 }
 
 /// Two connected in-memory channel ends (unbounded; flushes at 64 KiB).
@@ -603,6 +778,7 @@ pub fn mem_pair(timeout: Duration) -> (MemChannel, MemChannel) {
         sent: 0,
         received: 0,
         timeout,
+        deadline: None,
     };
     (mk(t1, r2), mk(t2, r1))
 }
@@ -621,6 +797,7 @@ impl Channel for MemChannel {
         if self.tx.is_none() {
             return Err(ChannelError::Closed);
         }
+        wait_for(self.timeout, self.deadline)?;
         self.sent += data.len() as u64;
         self.wbuf.extend_from_slice(data);
         if self.wbuf.len() >= 1 << 16 {
@@ -631,10 +808,14 @@ impl Channel for MemChannel {
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError> {
         while self.rbuf.len() < buf.len() {
-            match self.rx.recv_timeout(self.timeout) {
+            let wait = wait_for(self.timeout, self.deadline)?;
+            match self.rx.recv_timeout(wait) {
                 Ok(v) => self.rbuf.extend(v),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    return Err(ChannelError::Timeout(self.timeout));
+                    return Err(match self.deadline.filter(|_| wait < self.timeout) {
+                        Some(d) => ChannelError::Deadline(d.limit),
+                        None => ChannelError::Timeout(self.timeout),
+                    });
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(ChannelError::Closed),
             }
@@ -651,6 +832,7 @@ impl Channel for MemChannel {
         if self.wbuf.is_empty() {
             return Ok(());
         }
+        wait_for(self.timeout, self.deadline)?;
         let tx = self.tx.as_ref().ok_or(ChannelError::Closed)?;
         tx.send(std::mem::take(&mut self.wbuf))
             .map_err(|_| ChannelError::Closed)
@@ -662,6 +844,10 @@ impl Channel for MemChannel {
 
     fn bytes_received(&self) -> u64 {
         self.received
+    }
+
+    fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        self.deadline = deadline;
     }
 }
 
@@ -747,6 +933,77 @@ mod tests {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         assert!(matches!(s.recv(&mut one), Err(ChannelError::Closed)));
+    }
+
+    #[test]
+    fn mem_deadline_cuts_the_timeout_short() {
+        let (_a, mut b) = mem_pair(Duration::from_secs(10));
+        b.set_deadline(Some(Deadline::after(Duration::from_millis(100))));
+        let t = Instant::now();
+        let mut buf = [0u8; 1];
+        let r = b.recv(&mut buf);
+        assert!(matches!(r, Err(ChannelError::Deadline(_))), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(matches!(b.send(&[1]), Err(ChannelError::Deadline(_))));
+    }
+
+    /// A peer that sends one byte every 20 ms never lets a 5 s read timeout run out; the
+    /// deadline ends the read when it passes, not after.
+    #[test]
+    fn tcp_deadline_stops_a_trickling_peer() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let trickler = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            for _ in 0..250 {
+                if s.write_all(&[7]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let mut a = TcpChannel::accept(&l, Duration::from_secs(5)).unwrap();
+        let limit = Duration::from_millis(400);
+        a.set_deadline(Some(Deadline::after(limit)));
+        let t = Instant::now();
+        let mut buf = [0u8; 1000];
+        let r = a.recv(&mut buf);
+        let took = t.elapsed();
+        assert!(
+            matches!(r, Err(ChannelError::Deadline(d)) if d == limit),
+            "{r:?}"
+        );
+        assert!(r.unwrap_err().to_string().contains("deadline"));
+        assert!(
+            took >= Duration::from_millis(350) && took < Duration::from_millis(1500),
+            "{took:?}"
+        );
+        drop(a);
+        trickler.join().unwrap();
+    }
+
+    /// A peer that reads nothing: writes fail by the deadline, through the writer thread
+    /// and from this thread alike, long before the 10 s write timeout.
+    #[test]
+    fn tcp_deadline_bounds_writes_to_a_peer_that_does_not_read() {
+        let (mut a, b) = tcp_pair(Duration::from_secs(10));
+        a.set_deadline(Some(Deadline::after(Duration::from_millis(400))));
+        let t = Instant::now();
+        let block = vec![1u8; TCP_BUFFER];
+        let mut err = None;
+        // 128 MiB: far more than the socket buffers hold.
+        for _ in 0..512 {
+            if let Err(e) = a.send(&block) {
+                err = Some(e);
+                break;
+            }
+        }
+        let err = err.or_else(|| a.flush().err());
+        assert!(matches!(err, Some(ChannelError::Deadline(_))), "{err:?}");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        // Later sends and flushes report it too.
+        assert!(matches!(a.flush(), Err(ChannelError::Deadline(_))));
+        drop(b);
     }
 
     /// A TCP pair on loopback: (accepted, connected).

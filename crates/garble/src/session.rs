@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::channel::{Channel, ChannelError, thread_cpu};
+use crate::channel::{Channel, ChannelError, Deadline, thread_cpu};
 use crate::circuit::{
     Circuit, GateKind, InputLengthError, Party, Stats, bits_from_bytes, bytes_from_bits,
 };
@@ -220,13 +220,26 @@ impl SessionOutput {
 pub struct SessionOptions {
     /// AES backend for the hash (default: detected).
     pub backend: Backend,
+    /// The whole session's deadline (default: none). Set on the channel at the start of
+    /// each computation ([`Channel::set_deadline`]) and left there, so that a peer that
+    /// paces its bytes to stay within the channel's per-read timeout still cannot keep the
+    /// session alive past it. `None` leaves the channel's own deadline, if any.
+    pub deadline: Option<Deadline>,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
             backend: Backend::detect(),
+            deadline: None,
         }
+    }
+}
+
+/// Sets a session's deadline on `ch`, if it has one (see [`SessionOptions::deadline`]).
+pub(crate) fn apply_deadline<C: Channel>(deadline: Option<Deadline>, ch: &mut C) {
+    if let Some(d) = deadline {
+        ch.set_deadline(Some(d));
     }
 }
 
@@ -547,6 +560,8 @@ pub struct GarblerSession {
     /// AND gates garbled so far in the session: the gate tweaks.
     counter: u64,
     seq: Sequence,
+    /// [`SessionOptions::deadline`].
+    deadline: Option<Deadline>,
 }
 
 impl std::fmt::Debug for GarblerSession {
@@ -569,6 +584,7 @@ impl GarblerSession {
             ot: None,
             counter: 0,
             seq: Sequence::default(),
+            deadline: opts.deadline,
         })
     }
 
@@ -585,6 +601,7 @@ impl GarblerSession {
         circuit: &Circuit,
         inputs: &[Vec<bool>],
     ) -> Result<SessionOutput, SessionError> {
+        apply_deadline(self.deadline, ch);
         let seq = self.seq.start()?;
         let out = self.run_once(ch, circuit, inputs, seq)?;
         self.seq.succeeded();
@@ -705,6 +722,8 @@ pub struct EvaluatorSession {
     ot: Option<IknpReceiver>,
     counter: u64,
     seq: Sequence,
+    /// [`SessionOptions::deadline`].
+    deadline: Option<Deadline>,
 }
 
 impl std::fmt::Debug for EvaluatorSession {
@@ -726,6 +745,7 @@ impl EvaluatorSession {
             ot: None,
             counter: 0,
             seq: Sequence::default(),
+            deadline: opts.deadline,
         })
     }
 
@@ -742,6 +762,7 @@ impl EvaluatorSession {
         circuit: &Circuit,
         inputs: &[Vec<bool>],
     ) -> Result<SessionOutput, SessionError> {
+        apply_deadline(self.deadline, ch);
         let seq = self.seq.start()?;
         let out = self.run_once(ch, circuit, inputs, seq)?;
         self.seq.succeeded();

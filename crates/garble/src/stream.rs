@@ -38,7 +38,7 @@ use crate::hash::{Block, Hasher, Prg};
 use crate::ot::{IknpReceiver, IknpSender};
 use crate::session::{
     Clocks, Counters, Role, SessionError, SessionOptions, SessionOutput, SessionReport, Stage,
-    Stages,
+    Stages, apply_deadline,
 };
 
 /// Protocol magic of generated-circuit sessions.
@@ -447,6 +447,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
+    apply_deadline(opts.deadline, ch);
     let clocks = Clocks::start(ch);
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);
@@ -517,6 +518,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
+    apply_deadline(opts.deadline, ch);
     let clocks = Clocks::start(ch);
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);

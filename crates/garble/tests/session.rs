@@ -1,10 +1,11 @@
 //! Garbling + evaluation equals plain evaluation; two parties over memory and
 //! real TCP; failures (disconnect, garbage, mismatch) are typed errors.
 
-use std::net::TcpListener;
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
 
-use garble::channel::{Channel, ChannelError, TcpChannel, mem_pair};
+use garble::channel::{Channel, ChannelError, Deadline, TcpChannel, mem_pair};
 use garble::circuit::bits_from_bytes;
 use garble::gc;
 use garble::hash::{Backend, Hasher, Prg};
@@ -54,7 +55,15 @@ fn library_circuits_two_party() {
         let e: Vec<Vec<bool>> = (0..n)
             .map(|_| random_bits(&mut prg, c.evaluator_input_bits()))
             .collect();
-        let (go, eo) = two_party(&c, g.clone(), e.clone(), SessionOptions { backend: be });
+        let (go, eo) = two_party(
+            &c,
+            g.clone(),
+            e.clone(),
+            SessionOptions {
+                backend: be,
+                ..SessionOptions::default()
+            },
+        );
         for i in 0..n {
             let want = c.eval(&g[i], &e[i]).unwrap();
             assert_eq!(go.outputs[i], want);
@@ -447,4 +456,74 @@ fn reuse_on_one_side_only_is_a_typed_error() {
     // And a failed session stays failed.
     let g = s.run(&mut a, &c, &[vec![false; 8]]);
     assert!(matches!(g, Err(SessionError::Protocol(_))), "{g:?}");
+}
+
+/// A proxy for one connection that forwards one byte every `pace`, each way: a peer slow
+/// enough to take forever, never silent for long enough to time out.
+fn trickling_proxy(
+    listener: TcpListener,
+    upstream: SocketAddr,
+    pace: Duration,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (down, _) = listener.accept().unwrap();
+        let up = TcpStream::connect(upstream).unwrap();
+        let pipe = |mut from: TcpStream, mut to: TcpStream| {
+            std::thread::spawn(move || {
+                let mut b = [0u8; 1];
+                while let Ok(1) = from.read(&mut b) {
+                    if to.write_all(&b).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(pace);
+                }
+                let _ = to.shutdown(Shutdown::Both);
+            })
+        };
+        let a = pipe(down.try_clone().unwrap(), up.try_clone().unwrap());
+        let b = pipe(up, down);
+        a.join().unwrap();
+        b.join().unwrap();
+    })
+}
+
+/// A session through a proxy that passes a byte every 10 ms: no read ever waits the 5 s
+/// timeout, yet both parties fail by the session's 800 ms deadline, and not much after.
+#[test]
+fn a_trickling_peer_cannot_stretch_a_session_past_its_deadline() {
+    let c = library::aes128();
+    let garbler = TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let paddr = proxy.local_addr().unwrap().to_string();
+    let forward = trickling_proxy(
+        proxy,
+        garbler.local_addr().unwrap(),
+        Duration::from_millis(10),
+    );
+    let limit = Duration::from_millis(800);
+    let opts = SessionOptions {
+        deadline: Some(Deadline::after(limit)),
+        ..SessionOptions::default()
+    };
+    let start = Instant::now();
+    let c2 = c.clone();
+    let e = std::thread::spawn(move || {
+        let mut ch = TcpChannel::connect(&paddr, Duration::from_secs(5)).unwrap();
+        let r = run_evaluator(&mut ch, &c2, &[vec![false; 128]], &opts);
+        (r.map(|_| ()), start.elapsed())
+    });
+    let mut ch = TcpChannel::accept(&garbler, Duration::from_secs(5)).unwrap();
+    let g = run_garbler(&mut ch, &c, &[vec![true; 128]], &opts);
+    let g_took = start.elapsed();
+    drop(ch);
+    let (e, e_took) = e.join().unwrap();
+    for (who, r, took) in [("garbler", g.map(|_| ()), g_took), ("evaluator", e, e_took)] {
+        let err = r.expect_err(who).to_string();
+        assert!(err.contains("deadline of 800ms"), "{who}: {err}");
+        assert!(
+            took >= limit && took < limit + Duration::from_millis(700),
+            "{who}: {took:?}"
+        );
+    }
+    forward.join().unwrap();
 }

@@ -320,9 +320,97 @@ fn aes_two_party_between_processes() {
     );
 }
 
+/// The environment and command line (NUL-separated, as text) of each child of this process
+/// whose environment holds `marker`.
+fn children_with(marker: &str) -> Vec<(String, String)> {
+    let me = std::process::id().to_string();
+    let read = |p: &std::path::Path| {
+        std::fs::read(p)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for e in dir.flatten() {
+        let p = e.path();
+        // `pid (comm) state ppid ...`
+        let stat = read(&p.join("stat"));
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if ppid != Some(me.as_str()) {
+            continue;
+        }
+        let env = read(&p.join("environ"));
+        if env.contains(marker) {
+            found.push((env, read(&p.join("cmdline"))));
+        }
+    }
+    found
+}
+
+/// Runs `session` on a thread and, while it runs, collects [`children_with`]`(marker)`.
+fn watching_children<T: Send>(
+    marker: &str,
+    session: impl FnOnce() -> T + Send,
+) -> (T, Vec<(String, String)>) {
+    std::thread::scope(|s| {
+        let h = s.spawn(session);
+        let mut seen = Vec::new();
+        while !h.is_finished() {
+            seen.extend(children_with(marker));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (h.join().unwrap(), seen)
+    })
+}
+
+/// The evaluator processes of `gc-2pc` and `ed25519-2pc` get their input (a key share, for
+/// the signature) over a pipe: while they run, neither their environment (readable by every
+/// process of the user in /proc/PID/environ) nor their command line holds it, only the
+/// marker that makes them evaluators.
+fn evaluator_inputs_stay_out_of_environment_and_command_line() {
+    let c = garble::library::by_name("aes128").unwrap();
+    let key: Vec<u8> = (0u8..16).collect();
+    let mut secret = vec![0u8; 16];
+    garble::hash::Prg::from_os().unwrap().bytes(&mut secret);
+    let secret_hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    let (r, seen) = watching_children("CCBENCH_GC_EVALUATOR=", || {
+        scenarios::gc2pc::two_party("aes128", &c, &key, &secret, 300)
+    });
+    r.unwrap();
+    assert!(!seen.is_empty(), "the evaluator process was never seen");
+    for (env, cmdline) in &seen {
+        assert!(env.contains("CCBENCH_GC_EVALUATOR=stdin"), "{env}");
+        assert!(!env.contains(&secret_hex) && !cmdline.contains(&secret_hex));
+    }
+
+    let inputs = scenarios::ed25519_2pc::SignInputs::new(0);
+    let share_hex: String = inputs
+        .evaluator_share
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let (r, seen) = watching_children("CCBENCH_ED25519_EVALUATOR=", || {
+        scenarios::ed25519_2pc::two_party(&garble::ed25519::Ed25519Sign::PUBLISHED, &inputs)
+    });
+    r.map(|_| ()).unwrap();
+    assert!(!seen.is_empty(), "the evaluator process was never seen");
+    for (env, cmdline) in &seen {
+        assert!(env.contains("CCBENCH_ED25519_EVALUATOR=stdin"), "{env}");
+        assert!(!env.contains(&share_hex) && !cmdline.contains(&share_hex));
+    }
+}
+
 fn main() {
     scenarios::run_if_child(&scenarios::enclave_services());
-    let tests: [(&str, fn()); 6] = [
+    let tests: [(&str, fn()); 7] = [
+        (
+            "evaluator_inputs_stay_out_of_environment_and_command_line",
+            evaluator_inputs_stay_out_of_environment_and_command_line,
+        ),
         ("dp_tree_on_every_backend", dp_tree_on_every_backend),
         (
             "tls_middlebox_on_every_backend",

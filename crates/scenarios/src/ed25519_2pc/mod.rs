@@ -25,7 +25,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
-use garble::channel::{Channel, ChannelError, TcpChannel};
+use garble::channel::{Channel, ChannelError, Deadline, TcpChannel};
 use garble::circuit::bits_from_bytes;
 use garble::ed25519::{Ed25519Sign, KEY_BYTES};
 use garble::generator::{self, Generator};
@@ -38,16 +38,21 @@ use measure::record::{Body, Value};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
-use crate::gc2pc::{spec_fields, spec_text};
+use crate::gc2pc::{Token, spec_fields, spec_text};
 use analysis::{Counts, GateCosts, Ours, SignatureRun};
 use harness::hex::{hex, unhex};
 use harness::{At, Context, Preset, Scenario, ScenarioError};
 
 const NAME: &str = "ed25519-2pc";
-/// Environment variable that makes this binary the evaluator of one signature.
+/// Environment variable that makes this binary the evaluator of one signature (its value
+/// says that the spec, with the evaluator's key share, comes on stdin).
 pub const EVALUATOR_ENV: &str = "CCBENCH_ED25519_EVALUATOR";
-/// How long either party waits for the other.
+/// How long either party waits for the other's next bytes.
 const PEER_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long one signature may take, from the evaluator's start to its output: generous (a
+/// signature takes seconds to a few minutes), and out of reach of a peer that trickles
+/// bytes, each within [`PEER_TIMEOUT`].
+const SESSION_LIMIT: Duration = Duration::from_secs(60 * 60);
 
 /// The `ed25519-2pc` scenario.
 pub struct Ed25519Pc;
@@ -151,35 +156,60 @@ pub fn reset_peak_rss() -> bool {
 // ---------------------------------------------------------------------------------------
 // The evaluator process.
 
-/// What the evaluator child is told, through [`EVALUATOR_ENV`].
-#[derive(Debug)]
+/// What the evaluator child is told, on its stdin (see [`crate::gc2pc`]'s evaluator). Its
+/// key share is cleared when dropped; `Debug` shows none of it.
 struct EvaluatorSpec {
     addr: String,
     msg_len: usize,
     share: Vec<u8>,
+    token: Token,
+}
+
+impl std::fmt::Debug for EvaluatorSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EvaluatorSpec")
+            .field("addr", &self.addr)
+            .field("msg_len", &self.msg_len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for EvaluatorSpec {
+    fn drop(&mut self) {
+        self.share.fill(0);
+        std::hint::black_box(&self.share);
+    }
 }
 
 impl EvaluatorSpec {
     fn encode(&self) -> String {
-        spec_text(&[&self.addr, &self.msg_len.to_string(), &hex(&self.share)])
+        spec_text(&[
+            &self.addr,
+            &self.msg_len.to_string(),
+            &hex(&self.share),
+            &self.token.hex(),
+        ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, msg_len, share] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, msg_len, share, token] = spec_fields(EVALUATOR_ENV, s)?;
         let msg_len = msg_len
             .parse()
-            .map_err(|_| format!("{EVALUATOR_ENV}: bad message length {msg_len:?}"))?;
-        let share = unhex(share)?;
+            .map_err(|_| format!("{EVALUATOR_ENV} spec: bad message length"))?;
+        let mut share =
+            unhex(share).map_err(|_| format!("{EVALUATOR_ENV} spec: the key share is not hex"))?;
         if share.len() != KEY_BYTES {
+            let n = share.len();
+            share.fill(0);
             return Err(format!(
-                "{EVALUATOR_ENV}: a key share is {KEY_BYTES} bytes, got {}",
-                share.len()
+                "{EVALUATOR_ENV} spec: a key share is {KEY_BYTES} bytes, got {n}"
             ));
         }
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             msg_len,
             share,
+            token: Token::from_hex(token)?,
         })
     }
 }
@@ -187,14 +217,20 @@ impl EvaluatorSpec {
 /// What the evaluator reports back on its stdout: `ok <signature hex> <peak RSS bytes>`,
 /// with `-` for a peak it could not read. The garbler judges the signature.
 fn evaluate(spec: &str) -> Result<String, String> {
+    let deadline = Deadline::after(SESSION_LIMIT);
     let spec = EvaluatorSpec::decode(spec)?;
     let c = Ed25519Sign {
         msg_len: spec.msg_len,
     };
     let bits = bits_from_bytes(&spec.share, c.evaluator_input_bits());
     let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
-    let out = stream::run_evaluator(&mut ch, &c, &bits, &SessionOptions::default())
-        .map_err(|e| e.to_string())?;
+    ch.set_deadline(Some(deadline));
+    spec.token.present(&mut ch)?;
+    let opts = SessionOptions {
+        deadline: Some(deadline),
+        ..SessionOptions::default()
+    };
+    let out = stream::run_evaluator(&mut ch, &c, &bits, &opts).map_err(|e| e.to_string())?;
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     let (sig, _) = split_output(&bytes)?;
     let rss = peak_rss().map_or("-".to_owned(), |b| b.to_string());
@@ -259,15 +295,17 @@ pub struct Signed {
 pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
     let (public_key, plain) = plain_signature(inputs)?;
-    let spec = |addr: SocketAddr| {
+    let spec = |addr: SocketAddr, token: &Token| {
         EvaluatorSpec {
             addr: addr.to_string(),
             msg_len: c.msg_len,
             share: inputs.evaluator_share.to_vec(),
+            token: token.clone(),
         }
         .encode()
     };
-    let (out, stdout) = crate::gc2pc::with_evaluator(step, EVALUATOR_ENV, spec, |ch| {
+    let limits = (PEER_TIMEOUT, SESSION_LIMIT);
+    let (out, stdout) = crate::gc2pc::with_evaluator(step, EVALUATOR_ENV, limits, spec, |ch| {
         let mut input = inputs.garbler_share.to_vec();
         input.extend_from_slice(&inputs.message);
         let bits = bits_from_bytes(&input, c.garbler_input_bits());
@@ -552,21 +590,28 @@ mod tests {
 
     #[test]
     fn evaluator_spec_round_trips_and_rejects_bad_fields() {
+        let token = Token::new().unwrap();
         let s = EvaluatorSpec {
             addr: "127.0.0.1:4000".into(),
             msg_len: 64,
             share: vec![7; 64],
+            token: token.clone(),
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
-            (d.addr.as_str(), d.msg_len, d.share),
-            ("127.0.0.1:4000", 64, vec![7; 64])
+            (d.addr.as_str(), d.msg_len, &d.share),
+            ("127.0.0.1:4000", 64, &vec![7; 64])
         );
+        assert_eq!(d.token.hex(), token.hex());
+        // Debug shows neither the share nor the token.
+        assert!(!format!("{d:?}").contains("0707"), "{d:?}");
+        let t = token.hex();
+        assert!(EvaluatorSpec::decode(&format!("v1;a;64;00;{t}")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v2;a;x;00;{t}")).is_err());
         assert!(EvaluatorSpec::decode("v2;a;64;00").is_err());
-        assert!(EvaluatorSpec::decode("v1;a;x;00").is_err());
         // A share that is not 64 bytes.
         assert!(
-            EvaluatorSpec::decode("v1;a;64;0011")
+            EvaluatorSpec::decode(&format!("v2;a;64;0011;{t}"))
                 .unwrap_err()
                 .contains("64 bytes")
         );

@@ -36,8 +36,8 @@ use measure::stages::Stages;
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
+pub(crate) use self::peer::{Token, run_child_if, spec_fields, spec_text, with_evaluator};
 pub use self::peer::{TwoParty, two_party, two_party_both};
-pub(crate) use self::peer::{run_child_if, spec_fields, spec_text, with_evaluator};
 use harness::{At, CircuitChoice, Context, Preset, Scenario, ScenarioError};
 
 /// The scenario's name.

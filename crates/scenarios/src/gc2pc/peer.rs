@@ -1,12 +1,20 @@
 //! The evaluator party: this binary re-executed as a child process that connects back over
 //! loopback TCP, and the garbler's side of one two-party session with it.
+//!
+//! The child learns it is an evaluator from an environment variable, and everything else
+//! (its input, which may be a key share, and a one-time token) from a spec on its stdin:
+//! every process of the same user can read another's environment (`/proc/PID/environ`),
+//! none its stdin. The child presents the token first on its connection, and the garbler
+//! drops every connection that does not, so no other local process can take the
+//! evaluator's place. Both sides work to a session deadline that a slow peer cannot
+//! stretch.
 
-use std::io::Read;
-use std::net::{SocketAddr, TcpListener};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use garble::channel::TcpChannel;
+use garble::channel::{Channel, Deadline, TcpChannel};
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
@@ -14,43 +22,125 @@ use garble::{Circuit, Party};
 use harness::hex::{hex, unhex};
 use harness::{At, ScenarioError};
 
-/// Environment variable that makes this binary the evaluator of one session.
+/// Environment variable that makes this binary the evaluator of one session; its value is
+/// [`SPEC_ON_STDIN`].
 pub const EVALUATOR_ENV: &str = "CCBENCH_GC_EVALUATOR";
 
-/// How long either party waits for the other before giving up.
+/// The value of an evaluator's environment variable: its spec comes on its stdin.
+pub(crate) const SPEC_ON_STDIN: &str = "stdin";
+
+/// The most bytes of spec a child reads from its stdin.
+const MAX_SPEC: u64 = 1 << 20;
+
+/// How long either party waits for the other's next bytes (or its connection).
 pub(super) const PEER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a whole session may take, from the evaluator's start to its output: generous
+/// (the largest session of the full preset takes seconds), and out of reach of a peer that
+/// trickles bytes, each within [`PEER_TIMEOUT`].
+pub(super) const SESSION_LIMIT: Duration = Duration::from_secs(30 * 60);
+
+/// Bytes of a [`Token`].
+pub(crate) const TOKEN_BYTES: usize = 32;
+
+/// Connections kept at once while they have not presented the token (more are dropped on
+/// arrival), and how long each may take to present it.
+const MAX_CANDIDATES: usize = 16;
+const TOKEN_WAIT: Duration = Duration::from_secs(5);
+
+/// A one-time token from the operating system's CSPRNG: the garbler hands it to its
+/// evaluator process over the pipe, and the evaluator presents it as the first bytes of its
+/// connection. `Debug` shows no bytes; cleared when dropped.
+#[derive(Clone)]
+pub(crate) struct Token([u8; TOKEN_BYTES]);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.0.fill(0);
+        std::hint::black_box(&self.0);
+    }
+}
+
+impl Token {
+    /// A fresh token.
+    pub(crate) fn new() -> Result<Token, String> {
+        let mut t = [0u8; TOKEN_BYTES];
+        aws_lc_rs::rand::fill(&mut t).map_err(|_| "no randomness for the evaluator's token")?;
+        Ok(Token(t))
+    }
+
+    /// The token as a spec field.
+    pub(crate) fn hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// A token from its spec field.
+    pub(crate) fn from_hex(s: &str) -> Result<Token, String> {
+        let mut b = unhex(s).map_err(|_| "the token is not hex".to_owned())?;
+        let t = <[u8; TOKEN_BYTES]>::try_from(b.as_slice())
+            .map_err(|_| format!("the token is {TOKEN_BYTES} bytes, got {}", b.len()));
+        b.fill(0);
+        t.map(Token)
+    }
+
+    /// Whether `got` is this token, compared in constant time.
+    fn matches(&self, got: &[u8]) -> bool {
+        aws_lc_rs::constant_time::verify_slices_are_equal(&self.0, got).is_ok()
+    }
+
+    /// Sends the token first on `ch`, as the evaluator does right after connecting.
+    pub(crate) fn present(&self, ch: &mut TcpChannel) -> Result<(), String> {
+        ch.send(&self.0).map_err(|e| e.to_string())?;
+        ch.flush().map_err(|e| e.to_string())
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // The evaluator process.
 
-/// An evaluator spec as one environment value: a version, then the fields, `;`-separated
-/// (no field may contain `;`: addresses, names, numbers and hex).
+/// An evaluator spec as one line of text: a version, then the fields, `;`-separated (no
+/// field may contain `;`: addresses, names, numbers and hex).
 pub(crate) fn spec_text(fields: &[&str]) -> String {
-    format!("v1;{}", fields.join(";"))
+    format!("v2;{}", fields.join(";"))
 }
 
-/// The `N` fields of a spec made by [`spec_text`]; `env` names the variable in errors.
+/// The `N` fields of a spec made by [`spec_text`]; `env` names the evaluator's variable in
+/// errors. Errors quote no field (a field may be a secret).
 pub(crate) fn spec_fields<'a, const N: usize>(
     env: &str,
     s: &'a str,
 ) -> Result<[&'a str; N], String> {
-    let parts: Vec<&str> = s.split(';').collect();
+    let parts: Vec<&str> = s.trim_end().split(';').collect();
     let Some((&version, fields)) = parts.split_first() else {
-        return Err(format!("{env}: empty"));
+        return Err(format!("{env} spec: empty"));
     };
-    if version != "v1" {
-        return Err(format!("{env}: unknown version {version:?}"));
+    if version != "v2" {
+        return Err(format!("{env} spec: unknown version"));
     }
     <[&str; N]>::try_from(fields)
-        .map_err(|_| format!("{env}: expected {} fields, got {}", N + 1, parts.len()))
+        .map_err(|_| format!("{env} spec: expected {} fields, got {}", N + 1, parts.len()))
 }
 
-/// What the evaluator child is told, through [`EVALUATOR_ENV`].
+/// What the evaluator child is told, on its stdin. Its input is cleared when dropped.
 pub(super) struct EvaluatorSpec {
     addr: String,
     circuit: String,
     evaluations: u64,
     input: Vec<u8>,
+    token: Token,
+}
+
+impl Drop for EvaluatorSpec {
+    fn drop(&mut self) {
+        self.input.fill(0);
+        std::hint::black_box(&self.input);
+    }
 }
 
 impl EvaluatorSpec {
@@ -60,32 +150,41 @@ impl EvaluatorSpec {
             &self.circuit,
             &self.evaluations.to_string(),
             &hex(&self.input),
+            &self.token.hex(),
         ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, circuit, evaluations, input] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, circuit, evaluations, input, token] = spec_fields(EVALUATOR_ENV, s)?;
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             circuit: circuit.to_owned(),
             evaluations: evaluations
                 .parse()
-                .map_err(|_| format!("{EVALUATOR_ENV}: bad evaluation count {evaluations:?}"))?,
-            input: unhex(input)?,
+                .map_err(|_| format!("{EVALUATOR_ENV} spec: bad evaluation count"))?,
+            input: unhex(input).map_err(|_| format!("{EVALUATOR_ENV} spec: bad input"))?,
+            token: Token::from_hex(token)?,
         })
     }
 }
 
 /// Runs one evaluator session from its spec; prints `ok <output hex>` on success.
 pub(super) fn evaluate(spec: &str) -> Result<String, String> {
+    let deadline = Deadline::after(SESSION_LIMIT);
     let spec = EvaluatorSpec::decode(spec)?;
     let c = load_circuit(&spec.circuit)?;
     let bits = bits_from_bytes_exact(Party::Evaluator, &spec.input, c.evaluator_input_bits())
         .map_err(|e| e.to_string())?;
     let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
+    ch.set_deadline(Some(deadline));
+    spec.token.present(&mut ch)?;
     let n = usize::try_from(spec.evaluations).map_err(|e| e.to_string())?;
-    let out = session::run_evaluator(&mut ch, &c, &vec![bits; n], &SessionOptions::default())
-        .map_err(|e| e.to_string())?;
+    let opts = SessionOptions {
+        deadline: Some(deadline),
+        ..SessionOptions::default()
+    };
+    let out =
+        session::run_evaluator(&mut ch, &c, &vec![bits; n], &opts).map_err(|e| e.to_string())?;
     let first = out.output_bytes().into_iter().next().unwrap_or_default();
     if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
         return Err("evaluations of the same inputs gave different outputs".into());
@@ -121,18 +220,33 @@ pub fn run_if_evaluator() {
     run_child_if(EVALUATOR_ENV, "gc-2pc evaluator", evaluate);
 }
 
-/// Becomes a child party and exits when the environment variable `var` holds its spec: the
-/// party's one line of output on stdout and status 0, or its error (named by `who`) on
-/// stderr and status 1. Returns at once when `var` is not set.
+/// Becomes a child party and exits when the environment variable `var` is set (to
+/// [`SPEC_ON_STDIN`]): runs `party` on the spec read from stdin, then prints the party's one
+/// line of output on stdout and exits 0, or its error (named by `who`) on stderr and exits
+/// 1. Returns at once when `var` is not set.
 pub(crate) fn run_child_if(
     var: &str,
     who: &str,
     party: impl FnOnce(&str) -> Result<String, String>,
 ) {
-    let Some(spec) = std::env::var_os(var) else {
+    let Some(marker) = std::env::var_os(var) else {
         return;
     };
-    let code = match party(&spec.to_string_lossy()) {
+    let result = if marker == SPEC_ON_STDIN {
+        read_spec().and_then(|spec| {
+            let r = party(&spec);
+            let mut bytes = spec.into_bytes();
+            bytes.fill(0);
+            std::hint::black_box(&bytes);
+            r
+        })
+    } else {
+        // Not echoed: an older caller may have put a secret there.
+        Err(format!(
+            "{var} must be {SPEC_ON_STDIN:?}: the spec comes on stdin"
+        ))
+    };
+    let code = match result {
         Ok(line) => {
             println!("{line}");
             0
@@ -143,6 +257,21 @@ pub(crate) fn run_child_if(
         }
     };
     std::process::exit(code);
+}
+
+/// The spec on this process's stdin (up to [`MAX_SPEC`] bytes, until the parent closes it).
+fn read_spec() -> Result<String, String> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_SPEC)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("reading the spec from stdin: {e}"))?;
+    String::from_utf8(buf).map_err(|e| {
+        let mut b = e.into_bytes();
+        b.fill(0);
+        "the spec on stdin is not UTF-8".to_owned()
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -173,16 +302,18 @@ pub fn two_party_both(
     let step = "two-party session";
     let fail = |m: String| ScenarioError::step(step, m);
     let expected = c.eval_bytes(garbler_input, evaluator_input).at(step)?;
-    let spec = |addr: SocketAddr| {
+    let spec = |addr: SocketAddr, token: &Token| {
         EvaluatorSpec {
             addr: addr.to_string(),
             circuit: name.to_owned(),
             evaluations,
             input: evaluator_input.to_vec(),
+            token: token.clone(),
         }
         .encode()
     };
-    let (out, stdout) = with_evaluator(step, EVALUATOR_ENV, spec, |ch| {
+    let limits = (PEER_TIMEOUT, SESSION_LIMIT);
+    let (out, stdout) = with_evaluator(step, EVALUATOR_ENV, limits, spec, |ch| {
         let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
             .map_err(|e| e.to_string())?;
         let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
@@ -213,28 +344,41 @@ pub fn two_party_both(
 }
 
 /// Runs the garbler's side of a session with an evaluator process: starts this binary with
-/// `var` set to `spec(address it must connect to)`, accepts it, runs `garble` on the channel,
-/// and waits for the evaluator to exit (killing it first when the garbler failed, so that
-/// neither waits for the other's timeout). Returns the garbler's result and what the
-/// evaluator printed; a failure of either party is an error of `step` with both sides' words.
+/// `var` set to [`SPEC_ON_STDIN`], writes `spec(address it must connect to, a fresh token)`
+/// to its stdin, accepts the connection that presents the token, runs `garble` on the
+/// channel, and waits for the evaluator to exit (killing it first when the garbler failed,
+/// so that neither waits for the other's timeout). `limits` are the wait for each of the
+/// peer's steps and the whole session's limit (the channel's deadline, from now). Returns
+/// the garbler's result and what the evaluator printed; a failure of either party is an
+/// error of `step` with both sides' words.
 pub(crate) fn with_evaluator<T>(
     step: &str,
     var: &str,
-    spec: impl FnOnce(SocketAddr) -> String,
+    limits: (Duration, Duration),
+    spec: impl FnOnce(SocketAddr, &Token) -> String,
     garble: impl FnOnce(&mut TcpChannel) -> Result<T, String>,
 ) -> Result<(T, String), ScenarioError> {
+    let (timeout, limit) = limits;
+    let deadline = Deadline::after(limit);
     let listener = TcpListener::bind("127.0.0.1:0").at(step)?;
     let addr = listener.local_addr().at(step)?;
+    let token = Token::new().map_err(|e| ScenarioError::step(step, e))?;
+    let spec = spec(addr, &token);
     let exe = std::env::current_exe().at(&format!("{step}: own executable"))?;
     let mut child = Command::new(exe)
-        .env(var, spec(addr))
-        .stdin(Stdio::null())
+        .env(var, SPEC_ON_STDIN)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .at(&format!("{step}: starting the evaluator"))?;
-    let garbled =
-        accept_from(&listener, &mut child, PEER_TIMEOUT).and_then(|mut ch| garble(&mut ch));
+    let garbled = hand_spec(&mut child, spec)
+        .and_then(|()| {
+            accept_from(&listener, &token, timeout, deadline, || {
+                child.try_wait().ok().flatten().map(|s| s.to_string())
+            })
+        })
+        .and_then(|mut ch| garble(&mut ch));
     if garbled.is_err() {
         // The evaluator may be stuck waiting for us: do not wait for its timeout.
         let _ = child.kill();
@@ -265,32 +409,112 @@ pub(crate) fn with_evaluator<T>(
     Ok((out, stdout))
 }
 
-/// Waits for the evaluator process `child` to connect, giving up at once if it exits first
-/// (bad input, failed start) and after `timeout` otherwise. The channel gets `timeout` for
-/// its reads and writes too (an evaluator may compute for a while before it answers).
+/// Writes the evaluator's spec to its stdin and closes it (the child reads to the end);
+/// the spec's bytes are cleared after.
+fn hand_spec(child: &mut Child, spec: String) -> Result<(), String> {
+    let mut bytes = spec.into_bytes();
+    bytes.push(b'\n');
+    let r = match child.stdin.take() {
+        Some(mut pipe) => pipe
+            .write_all(&bytes)
+            .map_err(|e| format!("handing the evaluator its spec: {e}")),
+        None => Err("the evaluator has no stdin".into()),
+    };
+    bytes.fill(0);
+    std::hint::black_box(&bytes);
+    r
+}
+
+/// A connection that has not presented the token yet.
+struct Candidate {
+    stream: TcpStream,
+    got: [u8; TOKEN_BYTES],
+    n: usize,
+    since: Instant,
+}
+
+/// Waits for the evaluator to connect and present `token`, dropping every connection that
+/// presents anything else, closes before presenting it, or takes longer than
+/// [`TOKEN_WAIT`]; gives up when `exited` reports that the evaluator process exited (bad
+/// input, failed start), or once `timeout` has passed (or `deadline`, if sooner). The
+/// channel gets `timeout` for each read and write (an evaluator may compute for a while
+/// before it answers) and `deadline` for the whole session.
 pub(crate) fn accept_from(
     listener: &TcpListener,
-    child: &mut Child,
+    token: &Token,
     timeout: Duration,
+    deadline: Deadline,
+    mut exited: impl FnMut() -> Option<String>,
 ) -> Result<TcpChannel, String> {
-    let start = Instant::now();
+    let by = if deadline.left() < timeout {
+        deadline
+    } else {
+        Deadline::after(timeout)
+    };
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let mut pending: Vec<Candidate> = Vec::new();
+    let mut dropped = 0usize;
     loop {
+        let mut busy = false;
         match listener.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false).map_err(|e| e.to_string())?;
-                return TcpChannel::new(s, timeout).map_err(|e| e.to_string());
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(format!("the evaluator exited ({status}) before connecting"));
+            Ok((stream, _)) => {
+                busy = true;
+                if pending.len() < MAX_CANDIDATES && stream.set_nonblocking(true).is_ok() {
+                    pending.push(Candidate {
+                        stream,
+                        got: [0; TOKEN_BYTES],
+                        n: 0,
+                        since: Instant::now(),
+                    });
+                } else {
+                    dropped += 1;
                 }
-                if start.elapsed() > timeout {
-                    return Err(format!("the evaluator did not connect within {timeout:?}"));
-                }
-                std::thread::sleep(Duration::from_millis(2));
             }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e.to_string()),
+        }
+        let mut i = 0;
+        while i < pending.len() {
+            let c = &mut pending[i];
+            // Some(true): the token; Some(false): drop it; None: not yet.
+            let verdict = match (&c.stream).read(&mut c.got[c.n..]) {
+                Ok(0) => Some(false),
+                Ok(k) => {
+                    busy = true;
+                    c.n += k;
+                    (c.n == TOKEN_BYTES).then(|| token.matches(&c.got))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    (c.since.elapsed() > TOKEN_WAIT).then_some(false)
+                }
+                Err(_) => Some(false),
+            };
+            match verdict {
+                Some(true) => {
+                    let c = pending.swap_remove(i);
+                    c.stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+                    let mut ch = TcpChannel::new(c.stream, timeout).map_err(|e| e.to_string())?;
+                    ch.set_deadline(Some(deadline));
+                    return Ok(ch);
+                }
+                Some(false) => {
+                    pending.swap_remove(i);
+                    dropped += 1;
+                }
+                None => i += 1,
+            }
+        }
+        if let Some(status) = exited() {
+            return Err(format!("the evaluator exited ({status}) before connecting"));
+        }
+        if by.passed() {
+            return Err(format!(
+                "no connection presented the evaluator's token within {:?} ({dropped} dropped)",
+                by.limit()
+            ));
+        }
+        if !busy {
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
@@ -319,20 +543,113 @@ mod tests {
 
     #[test]
     fn evaluator_spec_round_trips_and_rejects_bad_fields() {
+        let token = Token::new().unwrap();
         let s = EvaluatorSpec {
             addr: "127.0.0.1:4000".into(),
             circuit: "aes128".into(),
             evaluations: 7,
             input: vec![1, 2, 3],
+            token: token.clone(),
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
-            (d.addr.as_str(), d.circuit.as_str(), d.evaluations, d.input),
-            ("127.0.0.1:4000", "aes128", 7, vec![1, 2, 3])
+            (d.addr.as_str(), d.circuit.as_str(), d.evaluations, &d.input),
+            ("127.0.0.1:4000", "aes128", 7, &vec![1, 2, 3])
         );
+        assert!(d.token.matches(&token.0));
+        let t = token.hex();
+        assert!(EvaluatorSpec::decode(&format!("v1;a;b;1;00;{t}")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v2;a;b;x;00;{t}")).is_err());
+        assert!(EvaluatorSpec::decode("v2;a;b;1;00;0011").is_err());
         assert!(EvaluatorSpec::decode("v2;a;b;1;00").is_err());
-        assert!(EvaluatorSpec::decode("v1;a;b;x;00").is_err());
-        assert!(EvaluatorSpec::decode("v1;a;b").is_err());
+        // Errors quote no field: the input may be a secret.
+        let e = EvaluatorSpec::decode(&format!("v2;a;b;1;abcdefgz;{t}"))
+            .err()
+            .unwrap();
+        assert!(!e.contains("abcdef"), "{e}");
+        assert_eq!(format!("{token:?}"), "Token(..)");
+    }
+
+    fn aes_key_and_plaintext() -> (Vec<u8>, Vec<u8>) {
+        ((0u8..16).collect(), (0u8..16).map(|i| i * 0x11).collect())
+    }
+
+    /// The garbler of an AES-128 session on `ch` (FIPS-197 C.1): its output as hex.
+    fn garble_aes(ch: &mut TcpChannel) -> String {
+        let c = garble::library::by_name("aes128").unwrap();
+        let (key, _) = aes_key_and_plaintext();
+        let bits = bits_from_bytes_exact(Party::Garbler, &key, c.garbler_input_bits()).unwrap();
+        let out = session::run_garbler(ch, &c, &[bits], &SessionOptions::default()).unwrap();
+        hex(&out.output_bytes()[0])
+    }
+
+    /// Two local processes connect before the evaluator, one with a wrong token and one
+    /// with none: neither becomes the evaluator, and the session with the real one (here a
+    /// thread running the child's code) completes.
+    #[test]
+    fn rogue_connections_first_do_not_become_the_evaluator() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let token = Token::new().unwrap();
+        let mut wrong = TcpStream::connect(addr).unwrap();
+        wrong.write_all(&[0x5a; TOKEN_BYTES]).unwrap();
+        let _silent = TcpStream::connect(addr).unwrap();
+        let (_, plain) = aes_key_and_plaintext();
+        let spec = EvaluatorSpec {
+            addr: addr.to_string(),
+            circuit: "aes128".into(),
+            evaluations: 1,
+            input: plain,
+            token: token.clone(),
+        }
+        .encode();
+        let evaluator = std::thread::spawn(move || evaluate(&spec));
+        let deadline = Deadline::after(Duration::from_secs(30));
+        let mut ch = accept_from(&listener, &token, Duration::from_secs(10), deadline, || {
+            None
+        })
+        .unwrap();
+        let fips = "69c4e0d86a7b0430d8cdb78070b4c55a";
+        assert_eq!(garble_aes(&mut ch), fips);
+        let line = evaluator.join().unwrap().unwrap();
+        assert!(line.starts_with(&format!("ok {fips} ")), "{line}");
+        // The rogue with the wrong token was dropped: it reads the end of the stream.
+        wrong
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut b = [0u8; 1];
+        let r = wrong.read(&mut b);
+        let reset = |e: &std::io::Error| e.kind() == std::io::ErrorKind::ConnectionReset;
+        assert!(matches!(&r, Ok(0)) || r.as_ref().is_err_and(reset), "{r:?}");
+    }
+
+    /// Only a wrong token arrives: the garbler gives up cleanly when its wait runs out (the
+    /// rogue is not handed a session), and at once when the evaluator process exits.
+    #[test]
+    fn a_wrong_token_alone_fails_by_the_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let token = Token::new().unwrap();
+        let mut rogue = TcpStream::connect(addr).unwrap();
+        let mut other = token.0;
+        other[31] ^= 1;
+        rogue.write_all(&other).unwrap();
+        let start = Instant::now();
+        let deadline = Deadline::after(Duration::from_secs(30));
+        let timeout = Duration::from_millis(300);
+        let err = accept_from(&listener, &token, timeout, deadline, || None).unwrap_err();
+        assert!(err.contains("token") && err.contains("1 dropped"), "{err}");
+        assert!(!err.contains(&token.hex()), "{err}");
+        let took = start.elapsed();
+        assert!(took >= timeout && took < Duration::from_secs(3), "{took:?}");
+        // An evaluator process that exited is reported, without waiting.
+        let start = Instant::now();
+        let err = accept_from(&listener, &token, Duration::from_secs(10), deadline, || {
+            Some("exit status: 1".into())
+        })
+        .unwrap_err();
+        assert!(err.contains("exited"), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(1));
     }
 
     #[test]

@@ -45,9 +45,21 @@ impl std::fmt::Debug for MasterSecret {
 
 impl Drop for MasterSecret {
     fn drop(&mut self) {
-        self.0.fill(0);
-        std::hint::black_box(&self.0);
+        clear(&mut self.0);
     }
+}
+
+/// Overwrites `bytes` with zeros in a way the optimiser keeps (the write is observed).
+pub(crate) fn clear(bytes: &mut [u8]) {
+    bytes.fill(0);
+    std::hint::black_box(&*bytes);
+}
+
+/// Clears a buffer that held secrets or plaintext: its bytes are overwritten, then it is
+/// emptied (its allocation stays, for the next use).
+pub(crate) fn wipe(buf: &mut Vec<u8>) {
+    clear(buf);
+    buf.clear();
 }
 
 /// The TLS 1.2 PRF with HMAC-SHA384 (RFC 5246 §5): `P_SHA384(secret, label + seed)`,
@@ -113,8 +125,7 @@ impl std::fmt::Debug for KeyBlock {
 
 impl Drop for KeyBlock {
     fn drop(&mut self) {
-        self.0.fill(0);
-        std::hint::black_box(&self.0);
+        clear(&mut self.0);
     }
 }
 
@@ -341,6 +352,19 @@ mod tests {
                 assert!(!text.contains(&r), "{text:?} shows {r:?}");
             }
         }
+    }
+
+    #[test]
+    fn wipe_overwrites_then_empties() {
+        let mut buf = b"decrypted plaintext".to_vec();
+        let n = buf.len();
+        wipe(&mut buf);
+        assert!(buf.is_empty());
+        assert!(buf.capacity() >= n);
+        // SAFETY: the allocation is still `buf`'s and its first `n` bytes were initialised
+        // (`clear` neither frees nor de-initialises them).
+        let old = unsafe { std::slice::from_raw_parts(buf.as_ptr(), n) };
+        assert!(old.iter().all(|&b| b == 0), "{old:?}");
     }
 
     #[test]

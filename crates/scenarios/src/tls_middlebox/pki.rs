@@ -79,18 +79,19 @@ fn provider() -> Arc<CryptoProvider> {
 /// The server's configuration: TLS 1.2 only, the one suite.
 pub fn server_config(pki: &Pki) -> Result<Arc<ServerConfig>, ScenarioError> {
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pki.key.clone()));
-    let mut c = ServerConfig::builder_with_provider(provider())
+    let c = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS12])
         .at("server protocol versions")?
         .with_no_client_auth()
         .with_single_cert(pki.chain.clone(), key)
         .at("server certificate")?;
-    c.enable_secret_extraction = true;
     Ok(Arc::new(c))
 }
 
 /// The client's configuration: TLS 1.2 only, the one suite, `key_log` for the session
-/// secrets.
+/// secrets. Secret extraction stays off (rustls's default), here and in the server's
+/// configuration: the middlebox gets its key share from `key_log`, and only the tests that
+/// check our key schedule against rustls's own keys turn it on.
 pub fn client_config(
     pki: &Pki,
     key_log: Arc<dyn KeyLog>,
@@ -103,7 +104,6 @@ pub fn client_config(
         .with_root_certificates(roots)
         .with_no_client_auth();
     c.key_log = key_log;
-    c.enable_secret_extraction = true;
     // Every connection a full handshake: each flow needs its own key share.
     c.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(c))

@@ -30,7 +30,7 @@ use hpke::kdf::HkdfSha256;
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, Kem, OpModeR, OpModeS, Serializable};
 
-use super::keys::{Direction, KeyBlock, MASTER_SECRET_LEN, MasterSecret, OpenError, Opener};
+use super::keys::{Direction, KeyBlock, MASTER_SECRET_LEN, MasterSecret, OpenError, Opener, wipe};
 use super::records::{self, ContentType};
 use harness::codec::{self, Decode, Encode};
 
@@ -271,8 +271,25 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 thread_local! {
-    /// Each enclave thread's decryption buffer.
+    /// Each enclave thread's decryption buffer: empty and overwritten between calls (see
+    /// [`Wiped`]), so no plaintext outlives the record it came from.
     static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The decryption buffer while one record uses it; wiped when dropped, on every path out
+/// (a refused record and a panic included).
+struct Wiped<'a>(&'a mut Vec<u8>);
+
+impl Drop for Wiped<'_> {
+    fn drop(&mut self) {
+        wipe(self.0);
+    }
+}
+
+/// The length of this thread's decryption buffer: for tests that it is empty after a call.
+#[cfg(test)]
+pub(super) fn decryption_buffer_len() -> usize {
+    BUF.with_borrow(|b| b.len())
 }
 
 type Reply<T> = Result<T, MiddleboxError>;
@@ -438,7 +455,8 @@ impl MiddleboxService {
             direction: r.direction,
         })?;
         BUF.with_borrow_mut(|buf| {
-            let plain = match opener.open(ct, version, &r.record[records::HEADER_LEN..], buf) {
+            let buf = Wiped(buf);
+            let plain = match opener.open(ct, version, &r.record[records::HEADER_LEN..], buf.0) {
                 Ok(p) => p,
                 Err(error) => {
                     if error == OpenError::Authentication {

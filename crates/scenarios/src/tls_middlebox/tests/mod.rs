@@ -66,7 +66,10 @@ fn capture(messages: &[Vec<u8>], server_says: &[u8]) -> Capture {
     let log = ShareLog(Arc::new(move |cr, secret| {
         *s2.lock().unwrap() = Some((cr, secret.to_vec()));
     }));
-    let ccfg = client_config(pki(), Arc::new(log)).unwrap();
+    // Only this capture reads rustls's own traffic keys, to check ours against them.
+    let mut ccfg = (*client_config(pki(), Arc::new(log)).unwrap()).clone();
+    ccfg.enable_secret_extraction = true;
+    let ccfg = Arc::new(ccfg);
     let scfg = server_config(pki()).unwrap();
     let mut c = ClientConnection::new(ccfg, ServerName::try_from(SERVER_NAME).unwrap()).unwrap();
     let mut s = ServerConnection::new(scfg).unwrap();

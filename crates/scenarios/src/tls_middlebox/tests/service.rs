@@ -113,6 +113,8 @@ fn the_service_decrypts_and_inspects_captured_traffic() {
     }
     assert_eq!(matches, 3);
     assert_eq!(app, 5);
+    // The native backend decrypted on this thread: its buffer holds no plaintext now.
+    assert_eq!(super::super::service::decryption_buffer_len(), 0);
     let r = c.set_info_flow(&FlowInfo::Close { flow: 7 }).unwrap();
     let counts = r.counts.unwrap();
     assert_eq!(counts[0].app_records, 4);
@@ -265,4 +267,17 @@ fn secrets_stay_out_of_errors() {
     let err = c.init_out_of_band_key_share(&bad).unwrap_err().to_string();
     assert!(!err.to_lowercase().contains("a7a7"), "{err}");
     assert!(!format!("{:?}", MasterSecret(master)).contains("167"));
+}
+
+/// The endpoints' configurations do not export their traffic secrets: the workload's key
+/// share goes through the key log, and only the capture above turns extraction on.
+#[test]
+fn endpoint_configs_keep_secret_extraction_off() {
+    let log = ShareLog(Arc::new(|_, _| {}));
+    assert!(
+        !client_config(pki(), Arc::new(log))
+            .unwrap()
+            .enable_secret_extraction
+    );
+    assert!(!server_config(pki()).unwrap().enable_secret_extraction);
 }
