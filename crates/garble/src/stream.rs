@@ -44,6 +44,9 @@ use crate::session::{
 /// Protocol magic of generated-circuit sessions.
 pub const MAGIC: [u8; 8] = *b"CCGS\x00\x01\x00\x00";
 
+/// Bytes of the header each party sends at Init: [`MAGIC`] and the circuit digest.
+pub const HEADER_BYTES: usize = 40;
+
 #[inline(always)]
 fn put(buf: &mut [u8], b: Block) {
     buf.copy_from_slice(&b.0.to_le_bytes());
@@ -348,14 +351,14 @@ impl<E> Gen for StreamEvaluator<'_, E> {
     }
 }
 
-fn header(digest: &[u8; 32]) -> [u8; 40] {
-    let mut h = [0u8; 40];
+fn header(digest: &[u8; 32]) -> [u8; HEADER_BYTES] {
+    let mut h = [0u8; HEADER_BYTES];
     h[..8].copy_from_slice(&MAGIC);
     h[8..].copy_from_slice(digest);
     h
 }
 
-fn check_header(digest: &[u8; 32], got: &[u8; 40]) -> Result<(), SessionError> {
+fn check_header(digest: &[u8; 32], got: &[u8; HEADER_BYTES]) -> Result<(), SessionError> {
     if got[..8] != MAGIC {
         return Err(SessionError::Protocol(
             "bad magic: the peer is not a ccbench generated-circuit peer",
@@ -440,7 +443,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     st.enter(Stage::Init, ch);
     ch.send(&header(&stats.digest))?;
     ch.flush()?;
-    let mut ack = [0u8; 40];
+    let mut ack = [0u8; HEADER_BYTES];
     ch.recv(&mut ack)?;
     check_header(&stats.digest, &ack)?;
     let mut prg = Prg::from_os()?;
@@ -508,7 +511,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     let stats = generator::stats(c);
 
     st.enter(Stage::Init, ch);
-    let mut hdr = [0u8; 40];
+    let mut hdr = [0u8; HEADER_BYTES];
     ch.recv(&mut hdr)?;
     if hdr[..8] != MAGIC {
         // Not a ccbench peer: nothing to answer.
@@ -736,7 +739,7 @@ mod tests {
         let g = std::thread::scope(|s| {
             s.spawn(move || {
                 // Handshake, then hang up.
-                let mut hdr = [0u8; 40];
+                let mut hdr = [0u8; HEADER_BYTES];
                 let _ = y.recv(&mut hdr);
                 let _ = y.send(&hdr);
                 let _ = y.flush();
