@@ -204,7 +204,9 @@ pub struct CompareOpts {
           value_parser = parse_gross)]
     pub gross_threshold: f64,
     /// Exit with status 1 when a regression is found: a significant slowdown beyond the
-    /// threshold, or a slowdown beyond the gross threshold that the test cannot decide.
+    /// threshold, or a slowdown beyond the gross threshold that the test cannot decide. Between
+    /// runs, either must hold run for run; a record whose runs spread more than its change is
+    /// unstable and never counts.
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Print markdown instead of a terminal table.

@@ -451,7 +451,8 @@ fn compare_sides(a: &[Vec<Record>], b: &[Vec<Record>], o: &CompareOpts) -> ExitC
     if o.fail_on_regression && cmp.has_regression() {
         eprintln!(
             "regression: at least one significant slowdown beyond the threshold, or a slowdown \
-             beyond the gross threshold that the test cannot decide"
+             beyond the gross threshold that the test cannot decide (unstable records do not \
+             count)"
         );
         return ExitCode::FAILURE;
     }

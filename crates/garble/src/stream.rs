@@ -44,6 +44,9 @@ use crate::session::{
 /// Protocol magic of generated-circuit sessions.
 pub const MAGIC: [u8; 8] = *b"CCGS\x00\x01\x00\x00";
 
+/// Bytes of the header each party sends at Init: [`MAGIC`] and the circuit digest.
+pub const HEADER_BYTES: usize = 40;
+
 #[inline(always)]
 fn put(buf: &mut [u8], b: Block) {
     buf.copy_from_slice(&b.0.to_le_bytes());
@@ -347,9 +350,6 @@ impl<E> Gen for StreamEvaluator<'_, E> {
         p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
     }
 }
-
-/// Bytes of the Init message: the magic and the circuit's digest.
-const HEADER_BYTES: usize = 40;
 
 /// What each party of a session over `c` must write to its transport, in bytes, from the
 /// protocol's messages alone: `(garbler, evaluator)`, with `and_gates` the AND gates the

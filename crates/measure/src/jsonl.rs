@@ -134,11 +134,22 @@ pub fn parse_line(text: &str) -> Result<Record, String> {
 /// Reads a whole results file. Blank lines are skipped; anything else that is not a valid
 /// record is an error naming the file and line.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, JsonlError> {
+    let file = File::open(path).map_err(|source| JsonlError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_records(BufReader::new(file), path)
+}
+
+/// Parses results-file text from any reader, as [`read_records`] does for a file (which it
+/// calls): blank lines are skipped, and anything else that is not a valid record is an error
+/// naming `path` (what the text is called in messages) and the line. Memory is bounded by the
+/// input: the longest line and the records parsed.
+pub fn parse_records<R: BufRead>(reader: R, path: &Path) -> Result<Vec<Record>, JsonlError> {
     let io = |source| JsonlError::Io {
         path: path.to_owned(),
         source,
     };
-    let reader = BufReader::new(File::open(path).map_err(io)?);
     let mut out = Vec::new();
     for (i, line) in reader.lines().enumerate() {
         let line = line.map_err(|source| match source.kind() {
@@ -232,6 +243,18 @@ mod tests {
             read_records(&dir.path().join("missing")),
             Err(JsonlError::Io { .. })
         ));
+    }
+
+    #[test]
+    fn parse_records_reads_any_reader_as_read_records_reads_a_file() {
+        let a = check_record("one");
+        let text = format!("\n{}   \n{}", to_line(&a).unwrap(), to_line(&a).unwrap());
+        let name = Path::new("<memory>");
+        let got = parse_records(text.as_bytes(), name).unwrap();
+        assert_eq!(got, vec![a.clone(), a]);
+        let err = parse_records(&b"{}\n"[..], name).unwrap_err().to_string();
+        assert!(err.starts_with("<memory>:1:"), "{err}");
+        assert!(parse_records(&b""[..], name).unwrap().is_empty());
     }
 
     #[test]

@@ -545,3 +545,26 @@ fn a_size_sweep_gets_a_throughput_by_size_plot() {
         written.plots
     );
 }
+
+#[test]
+fn a_results_file_reads_back_the_numbers_it_was_written_with() {
+    // Found by the results_reader fuzz target. serde_json parses floats correctly rounded only
+    // with its `float_roundtrip` feature; without it the shortest text of this f64 read back
+    // one unit in the last place off, so `ccbench report` and `compare` saw other numbers
+    // than the run wrote. (measure's own tests cannot see it: a dev-dependency of measure
+    // turns the feature on; this crate's graph does not.)
+    let mut r = known_measurement();
+    let mut samples = vec![9015.699563568543_f64];
+    let mut v = 0.1_f64;
+    for _ in 0..2000 {
+        v = v * 1.37 + 1e-7;
+        samples.push(v);
+    }
+    if let Body::Measurement(m) = &mut r.body {
+        m.samples_ns = samples;
+    }
+    r.params = params! {"x" => 9015.699563568543_f64};
+    let line = measure::jsonl::to_line(&r).unwrap();
+    let back = measure::jsonl::parse_records(line.as_bytes(), Path::new("<memory>")).unwrap();
+    assert_eq!(back, vec![r]);
+}

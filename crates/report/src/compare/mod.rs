@@ -24,6 +24,19 @@
 //! pair is marked [`Change::NotEnoughSamples`] — never "no change". For such pairs, and for
 //! kinds that cannot be tested (a single figure per side within one run), a ratio beyond
 //! [`CompareOptions::gross_ratio`] (1.5× by default) still counts as a regression.
+//!
+//! Between runs, a claim must also hold **run for run**, because a record's own runs can
+//! spread more than the change its medians show (a switchless call that hits in one run and
+//! misses in the next spreads 3–6× on one machine). Each side's [`spread`] is the ratio of its
+//! slowest run to its fastest (per-run numbers; from 10 runs on, the fastest and slowest tenth
+//! of the runs are left out, so that the spread does not grow with the number of runs). A
+//! pair marked slower or faster by the test is kept only when every run of the slower side is
+//! slower than every run of the other by more than the noise threshold, and a gross
+//! regression only when every run is slower by more than the gross ratio ([`separation`]).
+//! Otherwise the change is within the record's own spread and the pair is marked
+//! [`Change::Unstable`]; so is a pair with no claim whose runs spread more than the gross
+//! ratio on either side, where no verdict at that ratio, or below it, can be trusted. An
+//! unstable pair never counts as a regression.
 
 use std::collections::HashMap;
 
@@ -147,6 +160,10 @@ pub enum Change {
     NotEnoughSamples,
     /// No raw samples on one side: the ratio is shown, but significance cannot be tested.
     Untested,
+    /// Between runs: the change the medians show is within the record's own spread (the runs
+    /// of the two sides overlap the bar the change would have to clear), or a side's runs
+    /// spread more than the gross ratio. Never a regression.
+    Unstable,
 }
 
 impl Change {
@@ -158,6 +175,7 @@ impl Change {
             Change::Unchanged => "no change",
             Change::NotEnoughSamples => "not enough samples",
             Change::Untested => "not tested",
+            Change::Unstable => "unstable",
         }
     }
 }
@@ -197,6 +215,11 @@ pub struct Row {
     pub n_a: usize,
     /// Values tested on side B.
     pub n_b: usize,
+    /// Between runs, how A's runs spread ([`spread`]); `None` within one run, or with fewer
+    /// than two runs on the side.
+    pub spread_a: Option<f64>,
+    /// How B's runs spread.
+    pub spread_b: Option<f64>,
     /// The verdict.
     pub change: Change,
 }
@@ -215,7 +238,18 @@ impl Row {
         self.change == Change::Slower || self.gross_regression(opts)
     }
 
+    /// The larger of the two sides' spreads, when either is known.
+    pub fn spread(&self) -> Option<f64> {
+        match (self.spread_a, self.spread_b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn change_text(&self, opts: &CompareOptions) -> String {
+        if self.change == Change::Unstable {
+            return "unstable: within its runs' spread".to_owned();
+        }
         if self.gross_regression(opts) {
             format!(
                 "{}; SLOWER beyond {}",
@@ -241,6 +275,8 @@ pub struct Counts {
     pub not_enough_samples: usize,
     /// Not testable.
     pub untested: usize,
+    /// Unstable: the change is within the record's own spread between runs.
+    pub unstable: usize,
     /// Rows beyond the gross-regression ratio that the test could not decide.
     pub gross: usize,
 }
@@ -386,6 +422,8 @@ fn tested_row(
         p_value: p,
         n_a: sa.len(),
         n_b: sb.len(),
+        spread_a: None,
+        spread_b: None,
         change: verdict(p, ratio, sa.len(), sb.len(), opts),
     })
 }
@@ -412,6 +450,8 @@ fn compare_within(key: RecordKey, a: &Record, b: &Record, opts: &CompareOptions)
         p_value: None,
         n_a: 1,
         n_b: 1,
+        spread_a: None,
+        spread_b: None,
         change: Change::Untested,
     })
 }
@@ -431,7 +471,75 @@ fn compare_between(
     if va.is_empty() || vb.is_empty() {
         return None;
     }
-    tested_row(key, metric, &va, &vb, opts)
+    let mut row = tested_row(key, metric, &va, &vb, opts)?;
+    row.spread_a = spread(&va);
+    row.spread_b = spread(&vb);
+    if unstable(&row, &va, &vb, opts) {
+        row.change = Change::Unstable;
+    }
+    Some(row)
+}
+
+/// The fastest and the slowest of one side's per-run values, with the fastest and slowest
+/// tenth of the runs (rounded down: none below 10 runs) left out. `None` when `values` is
+/// empty or holds a value that is not finite.
+fn run_range(values: &[f64]) -> Option<(f64, f64)> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let k = sorted.len() / 10;
+    Some((sorted[k], sorted[sorted.len() - 1 - k]))
+}
+
+/// How one side's runs spread: its slowest run over its fastest, leaving out the fastest and
+/// slowest tenth of the runs from 10 runs on (so that more runs do not widen it by their
+/// extremes alone). 1 means every run gave the same number. `None` with fewer than two runs
+/// or a value that is not finite; infinite when the fastest run is 0 and another is not.
+pub fn spread(runs: &[f64]) -> Option<f64> {
+    if runs.len() < 2 {
+        return None;
+    }
+    let (fastest, slowest) = run_range(runs)?;
+    if slowest <= fastest {
+        Some(1.0)
+    } else if fastest > 0.0 {
+        Some(slowest / fastest)
+    } else {
+        Some(f64::INFINITY)
+    }
+}
+
+/// How far apart the runs of the two sides are in the direction of `ratio` (`B / A`): for a
+/// slowdown the fastest run of B over the slowest run of A, for a speed-up the fastest run of
+/// A over the slowest of B (each with the tenth left out as in [`spread`]). Above 1 the runs
+/// do not overlap; above a bar, every run of the slower side is slower than every run of the
+/// other by more than that bar. `None` when a side is empty or not finite.
+pub fn separation(a_runs: &[f64], b_runs: &[f64], ratio: f64) -> Option<f64> {
+    let (a_fast, a_slow) = run_range(a_runs)?;
+    let (b_fast, b_slow) = run_range(b_runs)?;
+    let (slower_fastest, faster_slowest) = if ratio >= 1.0 {
+        (b_fast, a_slow)
+    } else {
+        (a_fast, b_slow)
+    };
+    (faster_slowest > 0.0).then(|| slower_fastest / faster_slowest)
+}
+
+/// Whether a row tested between runs is unstable: the claim it would make (a marked change,
+/// or a gross regression) does not hold run for run beyond its bar (the noise threshold, or
+/// the gross ratio), or it makes no claim and a side's runs spread more than the gross ratio.
+fn unstable(row: &Row, a_runs: &[f64], b_runs: &[f64], opts: &CompareOptions) -> bool {
+    let bar = match row.change {
+        Change::Slower | Change::Faster => Some(1.0 + opts.threshold),
+        _ if row.gross_regression(opts) => Some(opts.gross_ratio),
+        _ => None,
+    };
+    match bar {
+        Some(bar) => separation(a_runs, b_runs, row.ratio).is_none_or(|s| s <= bar),
+        None => row.spread().is_some_and(|s| s > opts.gross_ratio),
+    }
 }
 
 /// The records of one side, by (key, occurrence within its run), in order of first appearance.
@@ -565,9 +673,15 @@ fn cost_rows(a: &[&Record], b: &[&Record]) -> Vec<CostRow> {
 impl Comparison {
     /// True when at least one matched record fails `--fail-on-regression`: significantly
     /// slower beyond the threshold, or, where the test cannot decide, slower beyond the
-    /// gross-regression ratio.
+    /// gross-regression ratio. Unstable records never count.
     pub fn has_regression(&self) -> bool {
         self.rows.iter().any(|r| r.is_regression(&self.options))
+    }
+
+    /// The rows marked unstable: the records whose runs on this machine spread more than the
+    /// change they show, or more than the gross ratio.
+    pub fn unstable(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.change == Change::Unstable)
     }
 
     /// How many rows got each verdict.
@@ -580,6 +694,7 @@ impl Comparison {
                 Change::Unchanged => c.unchanged += 1,
                 Change::NotEnoughSamples => c.not_enough_samples += 1,
                 Change::Untested => c.untested += 1,
+                Change::Unstable => c.unstable += 1,
             }
             if r.gross_regression(&self.options) {
                 c.gross += 1;

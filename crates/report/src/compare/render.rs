@@ -1,7 +1,8 @@
-//! A comparison as text: the summary line, the cost summary of both sides, the table of
-//! matched records and the unmatched ones, for a terminal or as markdown.
+//! A comparison as text: the summary line, the records unstable on this machine, the cost
+//! summary of both sides, the table of matched records and the unmatched ones, for a
+//! terminal or as markdown.
 
-use super::{Basis, Comparison, MIN_SAMPLES, RecordKey};
+use super::{Basis, Comparison, MIN_SAMPLES, RecordKey, Row};
 use crate::table::{Charset, Table};
 use crate::units;
 
@@ -11,17 +12,20 @@ const COST_HEADING: &str =
 
 impl Comparison {
     fn table(&self) -> Table {
-        let n_header = match self.basis {
-            Basis::WithinRun => "n (samples)",
-            Basis::BetweenRuns { .. } => "n (runs)",
-        };
-        let mut t = Table::new([
+        let between = matches!(self.basis, Basis::BetweenRuns { .. });
+        let n_header = if between { "n (runs)" } else { "n (samples)" };
+        let mut header = vec![
             "scenario", "backend", "kind", "name", "params", "metric", "A", "B", "B/A", "95% CI",
-            "p", n_header, "change",
-        ])
-        .right(6..12);
+            "p", n_header,
+        ];
+        if between {
+            header.push("runs spread A/B");
+        }
+        header.push("change");
+        let last_number = header.len() - 1;
+        let mut t = Table::new(header).right(6..last_number);
         for r in &self.rows {
-            t.push(vec![
+            let mut cells = vec![
                 r.key.scenario.clone(),
                 r.key.backend.clone(),
                 r.key.kind.clone(),
@@ -36,8 +40,12 @@ impl Comparison {
                     .unwrap_or_default(),
                 r.p_value.map(units::p_value).unwrap_or_default(),
                 format!("{}/{}", r.n_a, r.n_b),
-                r.change_text(&self.options),
-            ]);
+            ];
+            if between {
+                cells.push(spread_text(r));
+            }
+            cells.push(r.change_text(&self.options));
+            t.push(cells);
         }
         t
     }
@@ -85,15 +93,16 @@ impl Comparison {
         let c = self.counts();
         format!(
             "{} matched: {} slower, {} faster, {} unchanged, {} not enough samples, {} not \
-             tested (a change needs p < {} and a shift of more than {:.1}%; at least {} values \
-             per side, and sample sizes at which p < {} is attainable); {} beyond the gross \
-             ratio {}; {} only in A, {} only in B.",
+             tested, {} unstable (a change needs p < {} and a shift of more than {:.1}%; at \
+             least {} values per side, and sample sizes at which p < {} is attainable); {} \
+             beyond the gross ratio {}; {} only in A, {} only in B.",
             self.rows.len(),
             c.slower,
             c.faster,
             c.unchanged,
             c.not_enough_samples,
             c.untested,
+            c.unstable,
             self.options.alpha,
             self.options.threshold * 100.0,
             MIN_SAMPLES,
@@ -103,6 +112,33 @@ impl Comparison {
             self.only_in_a.len(),
             self.only_in_b.len()
         )
+    }
+
+    /// The heading of the list of unstable records, with the rule that made them so.
+    fn unstable_heading(&self) -> String {
+        format!(
+            "Unstable on this machine: the runs of a side spread more than the change (a \
+             change must hold run for run: beyond {:.1}% when the test marks it, beyond {} for \
+             a gross regression), or more than the gross ratio {}; never counted as regressions",
+            self.options.threshold * 100.0,
+            units::ratio(self.options.gross_ratio),
+            units::ratio(self.options.gross_ratio),
+        )
+    }
+
+    /// One line per unstable record: what it is, its ratio and how each side's runs spread.
+    fn unstable_items(&self) -> Vec<String> {
+        self.unstable()
+            .map(|r| {
+                format!(
+                    "{}: B/A {}, runs spread {} in A, {} in B",
+                    r.key.display(),
+                    units::ratio(r.ratio),
+                    r.spread_a.map(units::ratio).unwrap_or_else(|| "n/a".into()),
+                    r.spread_b.map(units::ratio).unwrap_or_else(|| "n/a".into()),
+                )
+            })
+            .collect()
     }
 
     fn unmatched(&self) -> Vec<(&'static str, Vec<String>)> {
@@ -134,6 +170,13 @@ impl Comparison {
         out.push('\n');
         out.push_str(&self.basis_line());
         out.push('\n');
+        let unstable = self.unstable_items();
+        if !unstable.is_empty() {
+            out.push_str(&format!("\n{}:\n", self.unstable_heading()));
+            for item in unstable {
+                out.push_str(&format!("  - {item}\n"));
+            }
+        }
         if let Some(t) = self.cost_table() {
             out.push_str(&format!("\n{COST_HEADING}\n"));
             out.push_str(&t.to_terminal(charset));
@@ -167,6 +210,17 @@ impl Comparison {
         out.push_str("\n\n");
         out.push_str(&self.basis_line());
         out.push_str("\n\n");
+        let unstable = self.unstable_items();
+        if !unstable.is_empty() {
+            out.push_str(&format!("### {}\n\n", self.unstable_heading()));
+            for item in unstable {
+                out.push_str(&format!(
+                    "- {}\n",
+                    crate::table::markdown_cell(&item).replace('<', "&lt;")
+                ));
+            }
+            out.push('\n');
+        }
         if let Some(t) = self.cost_table() {
             out.push_str(&format!("### {COST_HEADING}\n\n"));
             out.push_str(&t.to_markdown());
@@ -191,4 +245,10 @@ impl Comparison {
         }
         out
     }
+}
+
+/// A row's spread per side as `A/B` (`1.05×/3.20×`), `–` for a side without one.
+fn spread_text(r: &Row) -> String {
+    let side = |s: Option<f64>| s.map(units::ratio).unwrap_or_else(|| "–".to_owned());
+    format!("{}/{}", side(r.spread_a), side(r.spread_b))
 }

@@ -417,3 +417,340 @@ fn repeated_passes_are_tested_as_samples() {
     );
     assert_eq!(c.rows[0].change, Change::Unchanged);
 }
+
+/// A deterministic source of uniform numbers in `[0, 1)` (the generator `samples` uses).
+struct Lcg(u64);
+
+impl Lcg {
+    fn new(seed: u64) -> Lcg {
+        Lcg(seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407))
+    }
+
+    fn uniform(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.uniform()
+    }
+}
+
+/// Noise between runs like the 2-core dev VM's: each run's median of a record varies by up to
+/// `noise` either way, and a record that is `bimodal` (a switchless call that hits or misses)
+/// is 3-6x slower in a run with probability `p_outlier`.
+#[derive(Clone, Copy)]
+struct VmNoise {
+    noise: f64,
+    p_outlier: f64,
+}
+
+/// `n_runs` runs of `records` measurements (`op0`, `op1`, ...); record `i` sits around
+/// `100 * (i + 1) * slowdown(i)` ns with the VM's noise between runs (every `bimodal`-th
+/// record bimodal, none when 0) and ±2% jitter within a run.
+fn vm_runs(
+    n_runs: usize,
+    records: usize,
+    bimodal: usize,
+    vm: VmNoise,
+    slowdown: impl Fn(usize) -> f64,
+    seed: u64,
+) -> Vec<Vec<Record>> {
+    let mut rng = Lcg::new(seed);
+    (0..n_runs)
+        .map(|run| {
+            (0..records)
+                .map(|i| {
+                    let mut m = 100.0 * (i + 1) as f64 * slowdown(i);
+                    m *= 1.0 + rng.range(-vm.noise, vm.noise);
+                    if bimodal > 0 && i % bimodal == 0 && rng.uniform() < vm.p_outlier {
+                        m *= rng.range(3.0, 6.0);
+                    }
+                    let s = samples(m, 10, seed * 1_000_003 + (run * records + i) as u64);
+                    meas(&format!("op{i}"), i as i64, s)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The medians of one record (by index) in each run.
+fn per_run(runs: &[Vec<Record>], i: usize) -> Vec<f64> {
+    runs.iter()
+        .map(|r| match &r[i].body {
+            Body::Measurement(m) => median(&m.samples_ns).unwrap(),
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+const VM: VmNoise = VmNoise {
+    noise: 0.15,
+    p_outlier: 0.3,
+};
+
+/// Rows that make a claim: marked slower or faster, or a gross regression.
+fn claims(c: &Comparison) -> Vec<&Row> {
+    c.rows
+        .iter()
+        .filter(|r| {
+            matches!(r.change, Change::Slower | Change::Faster) || r.gross_regression(&c.options)
+        })
+        .collect()
+}
+
+#[test]
+fn spread_and_separation_of_runs() {
+    assert_eq!(spread(&[100.0]), None);
+    assert_eq!(spread(&[]), None);
+    assert_eq!(spread(&[100.0, 100.0, 100.0]), Some(1.0));
+    assert_eq!(spread(&[100.0, 300.0, 150.0]), Some(3.0));
+    assert_eq!(spread(&[0.0, 1.0]), Some(f64::INFINITY));
+    assert_eq!(spread(&[1.0, f64::NAN]), None);
+    // Below 10 runs every run counts; from 10 on the fastest and slowest tenth are left out.
+    let nine: Vec<f64> = (1..=9).map(f64::from).collect();
+    assert_eq!(spread(&nine), Some(9.0));
+    let ten: Vec<f64> = (1..=10).map(f64::from).collect();
+    assert_eq!(spread(&ten), Some(9.0 / 2.0));
+    // B's fastest run over A's slowest for a slowdown, A's fastest over B's slowest for a
+    // speed-up.
+    let a = [100.0, 105.0, 110.0];
+    let b = [130.0, 125.0, 140.0];
+    assert!((separation(&a, &b, 1.2).unwrap() - 125.0 / 110.0).abs() < 1e-12);
+    assert!((separation(&b, &a, 1.0 / 1.2).unwrap() - 125.0 / 110.0).abs() < 1e-12);
+    assert!(separation(&a, &[104.0, 200.0], 1.4).unwrap() < 1.0);
+    assert_eq!(separation(&[], &b, 1.2), None);
+}
+
+#[test]
+fn a_a_on_a_noisy_vm_flags_nothing_at_3_and_5_runs() {
+    // 137 records as in the A/A of issue 21: per-run medians within ±15%, and every 20th
+    // record bimodal (3-6x in about a third of its runs). Interleaved A/A runs are draws
+    // from the same distribution: any claim is a false alarm.
+    for n in [3, 5] {
+        let a = vm_runs(n, 137, 20, VM, |_| 1.0, 10 + n as u64);
+        let b = vm_runs(n, 137, 20, VM, |_| 1.0, 20 + n as u64);
+        let c = compare_runs(&a, &b, &CompareOptions::default());
+        assert_eq!(c.rows.len(), 137);
+        let flagged: Vec<String> = claims(&c)
+            .iter()
+            .map(|r| format!("{} {:?} {}", r.key.name, r.change, r.ratio))
+            .collect();
+        assert!(flagged.is_empty(), "{n} runs: {flagged:?}");
+        assert!(!c.has_regression(), "{n} runs");
+        // The bimodal records whose runs spread beyond the gross ratio are listed as unstable,
+        // with their spread.
+        for row in c.unstable() {
+            let i: usize = row.key.name.trim_start_matches("op").parse().unwrap();
+            let (sa, sb) = (per_run(&a, i), per_run(&b, i));
+            assert_eq!(row.spread_a, spread(&sa));
+            assert_eq!(row.spread_b, spread(&sb));
+        }
+        assert!(
+            c.counts().unstable > 0,
+            "{n} runs: no bimodal record spread"
+        );
+        let text = c.render_terminal();
+        assert!(text.contains("Unstable on this machine"), "{text}");
+        assert!(!text.contains("REGRESSION"), "{text}");
+    }
+}
+
+#[test]
+fn the_old_rule_cried_wolf_on_the_same_a_a() {
+    // The same A/A at 3 runs under the rule before the spread (the gross ratio on the
+    // medians alone): the bimodal records whose medians land in different modes were
+    // regressions. Now each is unstable, with its spread.
+    let a = vm_runs(3, 137, 20, VM, |_| 1.0, 13);
+    let b = vm_runs(3, 137, 20, VM, |_| 1.0, 23);
+    let c = compare_runs(&a, &b, &CompareOptions::default());
+    let gross_on_medians: Vec<&Row> = c
+        .rows
+        .iter()
+        .filter(|r| r.ratio > c.options.gross_ratio)
+        .collect();
+    assert!(!gross_on_medians.is_empty(), "the seed shows no wolf");
+    for r in gross_on_medians {
+        assert_eq!(r.change, Change::Unstable, "{r:?}");
+        assert!(r.spread().unwrap() > c.options.gross_ratio, "{r:?}");
+    }
+}
+
+#[test]
+fn a_a_false_alarms_over_many_runs_are_rare_and_hold_run_for_run() {
+    // 12 A/A comparisons of 137 records at 5 runs a side with the VM's noise: the test alone
+    // (p < 0.05 and a 5% shift) marks about 3% of the records (159 of 5,480 over 40 such
+    // comparisons); a claim must also hold run for run, which leaves a small fraction of that
+    // (7 of 5,480, 0.13%), and every claim left has every run of the slower side beyond every
+    // run of the other by the threshold.
+    let opts = CompareOptions::default();
+    let (mut total, mut marked_by_test, mut claimed) = (0, 0, 0);
+    for seed in 0..12u64 {
+        let a = vm_runs(5, 137, 20, VM, |_| 1.0, 1000 + seed);
+        let b = vm_runs(5, 137, 20, VM, |_| 1.0, 2000 + seed);
+        let c = compare_runs(&a, &b, &opts);
+        total += c.rows.len();
+        for (i, row) in c.rows.iter().enumerate() {
+            let (sa, sb) = (per_run(&a, i), per_run(&b, i));
+            let p = mann_whitney_u(&sa, &sb).unwrap().p_value;
+            if p < opts.alpha && (row.ratio - 1.0).abs() > opts.threshold {
+                marked_by_test += 1;
+            }
+        }
+        for row in claims(&c) {
+            claimed += 1;
+            let i: usize = row.key.name.trim_start_matches("op").parse().unwrap();
+            let (sa, sb) = (per_run(&a, i), per_run(&b, i));
+            let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
+            let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
+            let sep = if row.ratio > 1.0 {
+                min(&sb) / max(&sa)
+            } else {
+                min(&sa) / max(&sb)
+            };
+            assert!(sep > 1.0 + opts.threshold, "{row:?} {sa:?} {sb:?}");
+        }
+    }
+    let rate = |k: usize| k as f64 / total as f64;
+    assert!(
+        rate(marked_by_test) > 0.015,
+        "test alone: {marked_by_test} of {total}"
+    );
+    assert!(rate(claimed) < 0.004, "claims left: {claimed} of {total}");
+    assert!(
+        claimed * 5 < marked_by_test,
+        "{claimed} vs {marked_by_test}"
+    );
+}
+
+#[test]
+fn a_clean_20_percent_slowdown_at_5_runs_is_a_regression() {
+    // ±5% between runs, 5 runs a side: every record 20% slower is marked SLOWER.
+    let quiet = VmNoise {
+        noise: 0.05,
+        p_outlier: 0.0,
+    };
+    let a = vm_runs(5, 30, 0, quiet, |_| 1.0, 31);
+    let b = vm_runs(5, 30, 0, quiet, |_| 1.2, 32);
+    let c = compare_runs(&a, &b, &CompareOptions::default());
+    assert_eq!(c.rows.len(), 30);
+    for row in &c.rows {
+        assert_eq!(row.change, Change::Slower, "{row:?}");
+        assert!((row.ratio - 1.2).abs() < 0.1, "{row:?}");
+        assert!(row.spread_a.unwrap() < 1.11 && row.spread_b.unwrap() < 1.11);
+    }
+    assert!(c.has_regression());
+    assert_eq!(c.counts().unstable, 0);
+    // And 20% faster is marked faster.
+    let c = compare_runs(&b, &a, &CompareOptions::default());
+    assert!(c.rows.iter().all(|r| r.change == Change::Faster));
+    // One record 20% slower among steady ones on the VM's noise, where its own runs spread
+    // within ±5%: caught, and the only claim.
+    let mixed = |i: usize| if i == 7 { 0.05 } else { 0.15 };
+    let runs = |slow: f64, seed: u64| -> Vec<Vec<Record>> {
+        let mut rng = Lcg::new(seed);
+        (0..5)
+            .map(|run| {
+                (0..40)
+                    .map(|i| {
+                        let f = if i == 7 { slow } else { 1.0 };
+                        let m = 100.0 * (i + 1) as f64 * f * (1.0 + rng.range(-mixed(i), mixed(i)));
+                        meas(&format!("op{i}"), i as i64, samples(m, 10, seed * 97 + run))
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let c = compare_runs(&runs(1.0, 41), &runs(1.2, 42), &CompareOptions::default());
+    let flagged: Vec<&str> = claims(&c).iter().map(|r| r.key.name.as_str()).collect();
+    assert_eq!(flagged, ["op7"], "{:?}", c.rows[7]);
+    assert_eq!(c.rows[7].change, Change::Slower);
+    assert!(c.has_regression());
+}
+
+#[test]
+fn a_20_percent_slowdown_in_an_unstable_record_is_unstable() {
+    // A switchless-like record: one run in five misses and takes 3-4x. B is 20% slower in
+    // every run; its medians say so, and the test may too, but A's slow run sits above B's
+    // fast ones: within the record's own spread.
+    let a_runs = [1000.0, 950.0, 4200.0, 1050.0, 1010.0];
+    let b_runs = [1220.0, 3900.0, 1170.0, 1290.0, 1200.0];
+    let runs_of = |v: &[f64]| -> Vec<Vec<Record>> {
+        v.iter()
+            .enumerate()
+            .map(|(i, m)| vec![meas("empty ecall", 0, samples(*m, 20, i as u64 + 1))])
+            .collect()
+    };
+    let (a, b) = (runs_of(&a_runs), runs_of(&b_runs));
+    let c = compare_runs(&a, &b, &CompareOptions::default());
+    let row = &c.rows[0];
+    assert!((row.ratio - 1.2).abs() < 0.05, "{row:?}");
+    assert_eq!(row.change, Change::Unstable, "{row:?}");
+    assert!(!row.is_regression(&c.options));
+    assert!(!c.has_regression());
+    assert_eq!(c.counts().unstable, 1);
+    assert_eq!(c.counts().slower, 0);
+    let (spread_a, spread_b) = (row.spread_a.unwrap(), row.spread_b.unwrap());
+    assert!((spread_a - 4200.0 / 950.0).abs() < 0.2, "{row:?}");
+    assert!((spread_b - 3900.0 / 1170.0).abs() < 0.2, "{row:?}");
+    // The terminal and markdown outputs show the spread per side and list the record.
+    let (sa, sb) = (units::ratio(spread_a), units::ratio(spread_b));
+    let text = c.render_terminal();
+    assert!(text.contains("runs spread A/B"), "{text}");
+    assert!(text.contains(&format!("{sa}/{sb}")), "{text}");
+    assert!(text.contains("unstable: within its runs' spread"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "crypto/native measurement: empty ecall (size_bytes=0): B/A {}, runs spread {sa} \
+             in A, {sb} in B",
+            units::ratio(row.ratio)
+        )),
+        "{text}"
+    );
+    assert!(text.contains("1 unstable"), "{text}");
+    let md = c.render_markdown();
+    assert!(md.contains("### Unstable on this machine"), "{md}");
+    assert!(md.contains(&format!(" {sa}/{sb} |")), "{md}");
+    assert!(!md.contains("REGRESSION"), "{md}");
+    // The same slowdown of a record whose runs hold still is a regression.
+    let steady = |v: &[f64]| v.iter().map(|m| m.min(1300.0)).collect::<Vec<_>>();
+    let a = runs_of(&[1000.0, 950.0, 1020.0, 1050.0, 1010.0]);
+    let b = runs_of(&steady(&b_runs));
+    let c = compare_runs(&a, &b, &CompareOptions::default());
+    assert_eq!(c.rows[0].change, Change::Slower, "{:?}", c.rows[0]);
+}
+
+#[test]
+fn a_gross_regression_between_few_runs_must_hold_run_for_run() {
+    let runs_of = |v: &[f64]| -> Vec<Vec<Record>> {
+        v.iter()
+            .enumerate()
+            .map(|(i, m)| vec![meas("seal", 0, samples(*m, 20, i as u64 + 1))])
+            .collect()
+    };
+    let opts = CompareOptions::default();
+    // 3 runs a side: the test cannot decide. 10x in every run is a gross regression, even
+    // though A's own runs spread 1.6x.
+    let a = runs_of(&[1000.0, 1200.0, 1600.0]);
+    let c = compare_runs(&a, &runs_of(&[10_000.0, 12_000.0, 16_000.0]), &opts);
+    assert_eq!(c.rows[0].change, Change::NotEnoughSamples);
+    assert!(c.has_regression());
+    // Medians 4x apart, but one run of B within 10% of A's: unstable (the bimodal A/A).
+    let a = runs_of(&[900.0, 950.0, 1000.0]);
+    let c = compare_runs(&a, &runs_of(&[1100.0, 4000.0, 4050.0]), &opts);
+    assert_eq!(c.rows[0].change, Change::Unstable, "{:?}", c.rows[0]);
+    assert!(!c.has_regression());
+    // Runs that spread beyond the gross ratio with no claim are unstable too, not "not
+    // enough samples".
+    let c = compare_runs(&runs_of(&[1000.0, 2500.0, 1100.0]), &a, &opts);
+    assert_eq!(c.rows[0].change, Change::Unstable, "{:?}", c.rows[0]);
+    // Within one run there are no runs to spread: unchanged behaviour.
+    let c = compare(&a[0], &runs_of(&[10_000.0])[0], &opts);
+    assert_eq!((c.rows[0].spread_a, c.rows[0].spread_b), (None, None));
+    assert_eq!(c.rows[0].change, Change::Slower);
+}
