@@ -1,4 +1,20 @@
-//! The results history: runs kept over time and across machines, and the change points in
-//! each workload's series of per-run medians.
+//! The results history: every run kept with its environment, machine, build, verdicts and
+//! records (raw samples included), in an SQLite file by default; runs named by number, tag or
+//! `last`; one measurement's series over runs with its change points.
+//!
+//! It reads and writes `measure`'s record types and nothing else: the cli records runs and
+//! wires the commands, `report` draws what it returns.
 
 pub mod changepoint;
+pub mod machine;
+pub mod series;
+pub mod sqlite;
+pub mod store;
+
+pub use machine::Machine;
+pub use series::{Key, Series, series};
+pub use sqlite::Sqlite;
+pub use store::{HistoryError, NewRun, RunFilter, RunInfo, RunStatus, Store, select};
+
+#[cfg(test)]
+mod tests;
