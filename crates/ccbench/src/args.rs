@@ -33,6 +33,97 @@ pub enum Command {
     /// The garbled-circuit engine by hand: circuits, and one party of a 2PC session.
     #[command(subcommand)]
     Gc(GcCommand),
+    /// The results history: every run, over time and across machines.
+    History(HistoryArgs),
+}
+
+/// Where the history lives, for `run` and `history`.
+#[derive(Debug, Args)]
+pub struct HistoryLocation {
+    /// The history database [default: $CCBENCH_HISTORY, else
+    /// $XDG_DATA_HOME/ccbench/history.sqlite].
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub location: HistoryLocation,
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Runs, newest first: number, time, machine, commit, status, scenarios, verdicts, tags.
+    List {
+        /// Only this machine (fingerprint or name).
+        #[arg(long)]
+        machine: Option<String>,
+        /// At most this many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// One run's report on the terminal (RUN: a number, a tag, last or last~N).
+    Show {
+        /// The run.
+        run: String,
+    },
+    /// Name a run (a baseline for compare).
+    Tag {
+        /// The run.
+        run: String,
+        /// The name.
+        name: String,
+    },
+    /// Compare two sides, each a run, a tag, last~N, or a range A..B of runs; or the latest
+    /// runs of two machines (--machine A --machine B).
+    #[command(after_help = "Examples:\n  ccbench history compare baseline last\n  \
+        ccbench history compare 10..14 15..19          between runs\n  \
+        ccbench history compare --machine plain-vm --machine sev-vm")]
+    Compare {
+        /// The baseline side.
+        base: Option<String>,
+        /// The candidate side.
+        cand: Option<String>,
+        /// Two machines (fingerprint or name): each side is that machine's latest runs.
+        #[arg(long, num_args = 1, value_name = "MACHINE")]
+        machine: Vec<String>,
+        /// With --machine: runs per machine, the newest.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        #[command(flatten)]
+        opts: CompareOpts,
+    },
+    /// One measurement over runs: median and 95% interval per run, and its change points.
+    Trend {
+        /// scenario/name[@backend], e.g. sealing/seal@native.
+        measurement: String,
+        /// Parameters that pick one record of each run, e.g. size_bytes=4096.
+        params: Vec<String>,
+        /// Only this machine (fingerprint or name).
+        #[arg(long)]
+        machine: Option<String>,
+        /// Significance level of the change-point test.
+        #[arg(long, default_value_t = 0.01, value_parser = parse_alpha)]
+        alpha: f64,
+        /// Exit 1 when the series has a change point (for CI).
+        #[arg(long)]
+        fail_on_change: bool,
+    },
+    /// The machines seen: fingerprint, name, CPU, cores, memory, kernel, TEE.
+    Machines,
+    /// Store results files written before the history existed (files, run folders, or
+    /// folders of run folders).
+    Import {
+        /// Results files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The machine's name, for these runs.
+        #[arg(long)]
+        machine_name: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -166,6 +257,14 @@ pub struct RunArgs {
     /// for CI.
     #[arg(long)]
     pub strict: bool,
+    /// Do not record this run in the history.
+    #[arg(long)]
+    pub no_history: bool,
+    #[command(flatten)]
+    pub history: HistoryLocation,
+    /// A name for this machine in the history (the fingerprint identifies it either way).
+    #[arg(long, value_name = "NAME")]
+    pub machine_name: Option<String>,
     /// gc-2pc: measure this circuit instead of the built-in three: a Bristol Fashion (or old
     /// Bristol) file, or a library name (aes128, sha256, mulN). Repeatable.
     #[arg(long, value_name = "FILE|NAME")]

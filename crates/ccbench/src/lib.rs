@@ -13,6 +13,7 @@
 
 mod args;
 mod gc;
+mod history;
 mod progress;
 mod run;
 
@@ -147,6 +148,7 @@ pub fn main_with(app: App) -> ExitCode {
         Command::Ab(a) => run::ab(a),
         Command::Env => run::env(),
         Command::Gc(c) => gc::gc(c),
+        Command::History(h) => history::history(h),
     };
     match result {
         Ok(code) => code,

@@ -265,6 +265,21 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         results.display(),
         written.html.display()
     );
+    if !args.no_history {
+        let status = if interrupted {
+            history::RunStatus::Interrupted
+        } else if failed.is_empty() {
+            history::RunStatus::Complete
+        } else {
+            history::RunStatus::Failed
+        };
+        crate::history::record(
+            &args.history,
+            args.machine_name.as_deref(),
+            &results,
+            status,
+        );
+    }
     match outcome(interrupted, !failed.is_empty(), &verdicts, args.strict) {
         Outcome::Interrupted => {
             eprintln!("interrupted: the results file holds every record measured before Ctrl-C");
@@ -393,7 +408,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
 
 /// The results files a compare argument stands for: a file; a run folder holding
 /// `results.jsonl`; or a folder of run folders (as `ccbench ab` writes), in name order.
-fn run_files(path: &Path) -> Result<Vec<PathBuf>> {
+pub fn run_files(path: &Path) -> Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_owned()]);
     }
@@ -441,7 +456,7 @@ fn compare_options(o: &CompareOpts) -> report::compare::CompareOptions {
 }
 
 /// Prints a comparison and decides the exit status.
-fn compare_sides(a: &[Vec<Record>], b: &[Vec<Record>], o: &CompareOpts) -> ExitCode {
+pub fn compare_sides(a: &[Vec<Record>], b: &[Vec<Record>], o: &CompareOpts) -> ExitCode {
     let cmp = report::compare::compare_runs(a, b, &compare_options(o));
     if o.markdown {
         println!("{}", cmp.render_markdown());

@@ -4,8 +4,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The binary, with its history in a file of this test process's own (never the user's).
 fn ccbench() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ccbench"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ccbench"));
+    c.env(
+        "CCBENCH_HISTORY",
+        std::env::temp_dir().join(format!("ccbench-cli-test-{}.sqlite", std::process::id())),
+    );
+    c
 }
 
 fn run(args: &[&str]) -> Output {
@@ -1181,4 +1187,115 @@ fn gc_parties_write_results_and_a_report_with_out() {
         assert_eq!(kinds, ["env", "stages"]);
         assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
     }
+}
+
+/// Every run goes into the history (unless --no-history); `history` lists, shows, tags,
+/// follows one measurement over runs, compares two runs, lists machines and imports old
+/// results files; a history that cannot be written costs the run nothing.
+#[test]
+fn runs_are_kept_in_the_history_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let h = db.to_str().unwrap();
+    let mut outs = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(format!("run{i}"));
+        let o = run(&[
+            "run",
+            "sealing",
+            "--quick",
+            "--quiet",
+            "--history",
+            h,
+            "--machine-name",
+            "dev",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("history: run {} recorded", i + 1)));
+        outs.push(out);
+    }
+    let o = run(&[
+        "run",
+        "sealing",
+        "--quick",
+        "--quiet",
+        "--history",
+        h,
+        "--no-history",
+    ]);
+    assert!(o.status.success());
+    let list = run(&["history", "--history", h, "list"]);
+    let text = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert_eq!(text.lines().count(), 3, "a header and two runs:\n{text}");
+    assert!(text.contains("dev") && text.contains("complete") && text.contains("sealing"));
+
+    let o = run(&["history", "--history", h, "tag", "1", "baseline"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["history", "--history", h, "show", "baseline"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("sealing"));
+    let o = run(&[
+        "history",
+        "--history",
+        h,
+        "trend",
+        "sealing/seal@native",
+        "size_bytes=4096",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        text.contains("2 run(s)") && text.contains("no change point"),
+        "{text}"
+    );
+    let o = run(&["history", "--history", h, "trend", "sealing/seal"]);
+    assert!(
+        !o.status.success(),
+        "an ambiguous measurement must be refused"
+    );
+    let o = run(&["history", "--history", h, "compare", "baseline", "last"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["history", "--history", h, "machines"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("dev"));
+
+    // Import: the two results files again, as runs 3 and 4.
+    let o = run(&[
+        "history",
+        "--history",
+        h,
+        "import",
+        outs[0].to_str().unwrap(),
+        outs[1].to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("-> run 4"));
+    let o = run(&["history", "--history", h, "show", "nope"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("h.sqlite"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A history that is not a database: the run still writes everything and exits 0.
+    let bad = dir.path().join("not-a-db.sqlite");
+    std::fs::write(&bad, vec![0x5a; 4096]).unwrap();
+    let out = dir.path().join("run-bad");
+    let o = run(&[
+        "run",
+        "crypto",
+        "--quick",
+        "--quiet",
+        "--history",
+        bad.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not recorded in the history"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out.join("report.html").is_file());
 }

@@ -8,8 +8,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// The binary, with its history in a file of this test process's own (never the user's).
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kv-store"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kv-store"));
+    c.env(
+        "CCBENCH_HISTORY",
+        std::env::temp_dir().join(format!("kv-store-test-{}.sqlite", std::process::id())),
+    );
+    c
 }
 
 fn records(path: &Path) -> Vec<Value> {

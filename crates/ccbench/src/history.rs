@@ -1,0 +1,296 @@
+//! `ccbench history` and the recording of every run: opening the store the options name,
+//! and printing what the `history` crate returns.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use history::{Key, NewRun, RunFilter, RunInfo, RunStatus, Sqlite, Store};
+use measure::record::Record;
+
+use crate::Exit;
+use crate::args::{HistoryArgs, HistoryCommand, HistoryLocation};
+use crate::run::compare_sides;
+
+/// The environment variable that names the history database.
+pub const ENV_HISTORY: &str = "CCBENCH_HISTORY";
+
+/// The database `--history`, else `$CCBENCH_HISTORY`, else the default file names.
+fn path_of(location: &HistoryLocation) -> Result<PathBuf> {
+    if let Some(p) = &location.history {
+        return Ok(p.clone());
+    }
+    if let Some(p) = std::env::var_os(ENV_HISTORY).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    Sqlite::default_path().ok_or_else(|| {
+        Exit::usage(format!(
+            "no data directory for the history (set HOME, XDG_DATA_HOME or {ENV_HISTORY}, or \
+             pass --history PATH)"
+        ))
+        .into()
+    })
+}
+
+fn open(location: &HistoryLocation) -> Result<Sqlite> {
+    Ok(Sqlite::open(&path_of(location)?)?)
+}
+
+/// Records a finished run, or says once why it could not: the history never fails a run.
+pub fn record(
+    location: &HistoryLocation,
+    machine_name: Option<&str>,
+    results: &Path,
+    status: RunStatus,
+) {
+    let outcome = (|| -> Result<(i64, PathBuf)> {
+        let path = path_of(location)?;
+        let records = measure::jsonl::read_records(results)?;
+        let mut store = Sqlite::open(&path)?;
+        let id = store.record_run(&NewRun {
+            records: &records,
+            status,
+            machine_name,
+            source: "run".into(),
+        })?;
+        Ok((id, path))
+    })();
+    match outcome {
+        Ok((id, path)) => eprintln!("history: run {id} recorded in {}", path.display()),
+        Err(e) => eprintln!("warning: this run was not recorded in the history: {e:#}"),
+    }
+}
+
+pub fn history(args: HistoryArgs) -> Result<ExitCode> {
+    match args.command {
+        HistoryCommand::List { machine, limit } => {
+            let store = open(&args.location)?;
+            let runs = store.runs(&RunFilter {
+                machine,
+                limit: Some(limit),
+            })?;
+            print_runs(&runs);
+            if runs.is_empty() {
+                eprintln!("the history {} holds no run yet", store.location());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCommand::Show { run } => {
+            let store = open(&args.location)?;
+            let ids = history::select(&store, &run)?;
+            for id in ids {
+                let records = store.records(id)?;
+                println!("run {id}");
+                println!("{}", report::terminal_summary(&records));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCommand::Tag { run, name } => {
+            let mut store = open(&args.location)?;
+            let ids = history::select(&store, &run)?;
+            let [id] = ids[..] else {
+                return Err(Exit::usage(format!(
+                    "{run} names {} runs; a tag names one",
+                    ids.len()
+                ))
+                .into());
+            };
+            store.tag(id, &name)?;
+            println!("{name} -> run {id}");
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCommand::Compare {
+            base,
+            cand,
+            machine,
+            runs,
+            opts,
+        } => {
+            let store = open(&args.location)?;
+            let (a, b) = match (base, cand, &machine[..]) {
+                (Some(a), Some(b), []) => (
+                    side(&store, &history::select(&store, &a)?)?,
+                    side(&store, &history::select(&store, &b)?)?,
+                ),
+                (None, None, [ma, mb]) => {
+                    let latest = |m: &str| -> Result<Vec<Vec<Record>>> {
+                        let rs = store.runs(&RunFilter {
+                            machine: Some(m.to_owned()),
+                            limit: Some(runs.max(1)),
+                        })?;
+                        if rs.is_empty() {
+                            return Err(Exit::usage(format!(
+                                "no run of machine {m:?} in {} (see `ccbench history machines`)",
+                                store.location()
+                            ))
+                            .into());
+                        }
+                        side(&store, &rs.iter().map(|r| r.id).collect::<Vec<_>>())
+                    };
+                    println!("A: machine {ma}, B: machine {mb} (cost of B against A per workload)");
+                    (latest(ma)?, latest(mb)?)
+                }
+                _ => {
+                    return Err(Exit::usage(
+                        "history compare takes two sides (BASE CAND) or two --machine",
+                    )
+                    .into());
+                }
+            };
+            Ok(compare_sides(&a, &b, &opts))
+        }
+        HistoryCommand::Trend {
+            measurement,
+            params,
+            machine,
+            alpha,
+            fail_on_change,
+        } => {
+            let store = open(&args.location)?;
+            let key = Key::parse(&measurement, &params).map_err(Exit::usage)?;
+            let cfg = history::changepoint::Config {
+                alpha,
+                ..Default::default()
+            };
+            let s = history::series(
+                &store,
+                &key,
+                &RunFilter {
+                    machine,
+                    limit: None,
+                },
+                &cfg,
+            )?;
+            print_trend(&s);
+            if fail_on_change && !s.changes.is_empty() {
+                eprintln!(
+                    "change: {} change point(s) at alpha {alpha}",
+                    s.changes.len()
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCommand::Machines => {
+            let store = open(&args.location)?;
+            println!(
+                "{:<16}  {:<14} {:<24} {:>5} {:>8}  {:<18} tee",
+                "machine", "name", "cpu", "cores", "memory", "kernel"
+            );
+            for m in store.machines()? {
+                println!(
+                    "{:<16}  {:<14} {:<24} {:>5} {:>6.1} G  {:<18} {}",
+                    m.id,
+                    m.name.as_deref().unwrap_or("-"),
+                    m.cpu_model,
+                    m.cores,
+                    m.memory_bytes as f64 / (1u64 << 30) as f64,
+                    m.kernel,
+                    m.tee
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCommand::Import {
+            paths,
+            machine_name,
+        } => {
+            let mut store = open(&args.location)?;
+            let mut n = 0;
+            for p in &paths {
+                for f in crate::run::run_files(p)? {
+                    let records = measure::jsonl::read_records(&f)?;
+                    let id = store
+                        .record_run(&NewRun {
+                            records: &records,
+                            status: RunStatus::Complete,
+                            machine_name: machine_name.as_deref(),
+                            source: format!("import {}", f.display()),
+                        })
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+                    println!("{} -> run {id}", f.display());
+                    n += 1;
+                }
+            }
+            eprintln!("{n} run(s) imported into {}", store.location());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The records of each run of one side.
+fn side(store: &Sqlite, ids: &[i64]) -> Result<Vec<Vec<Record>>> {
+    ids.iter()
+        .map(|&id| Ok(store.records(id)?))
+        .collect::<Result<Vec<_>>>()
+}
+
+fn print_runs(runs: &[RunInfo]) {
+    println!(
+        "{:>5}  {:<20}  {:<16}  {:<18}  {:<11}  {:>14}  scenarios",
+        "run", "started (UTC)", "machine", "commit", "status", "pass/warn/fail"
+    );
+    for r in runs {
+        let tags = if r.tags.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", r.tags.join(", "))
+        };
+        println!(
+            "{:>5}  {:<20}  {:<16}  {:<18}  {:<11}  {:>14}  {}{tags}",
+            r.id,
+            r.started,
+            r.machine_name.as_deref().unwrap_or(&r.machine),
+            r.commit,
+            r.status.name(),
+            format!("{}/{}/{}", r.verdicts[0], r.verdicts[1], r.verdicts[2]),
+            r.scenarios.join(" ")
+        );
+    }
+}
+
+fn print_trend(s: &history::Series) {
+    let k = &s.key;
+    println!(
+        "{}/{}{} {}: {} run(s)",
+        k.scenario,
+        k.name,
+        k.backend
+            .as_deref()
+            .map(|b| format!("@{b}"))
+            .unwrap_or_default(),
+        k.params
+            .iter()
+            .map(|(a, b)| format!("{a}={b}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        s.points.len()
+    );
+    println!(
+        "{:>5}  {:<20}  {:<18}  {:>12}  {:>25}",
+        "run", "started (UTC)", "commit", "median", "95% CI"
+    );
+    for (i, p) in s.points.iter().enumerate() {
+        let mark = s
+            .changes
+            .iter()
+            .find(|c| c.index == i)
+            .map(|c| format!("  <- change: x{:.3} (p = {:.3})", c.ratio(), c.p_value))
+            .unwrap_or_default();
+        println!(
+            "{:>5}  {:<20}  {:<18}  {:>12}  {:>25}{mark}",
+            p.run.id,
+            p.run.started,
+            p.run.commit,
+            report::units::duration_ns(p.median_ns),
+            format!(
+                "{} - {}",
+                report::units::duration_ns(p.ci_ns.0),
+                report::units::duration_ns(p.ci_ns.1)
+            ),
+        );
+    }
+    if s.changes.is_empty() {
+        println!("no change point");
+    }
+}
