@@ -228,12 +228,45 @@ impl Chart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(err)?;
-        match self {
-            Chart::Lines(c) => draw_lines(root, c),
-            Chart::Bars(c) => draw_bars(root, c),
-            Chart::Hist(c) => draw_hist(root, c),
+        match self.tamed() {
+            Chart::Lines(c) => draw_lines(root, &c),
+            Chart::Bars(c) => draw_bars(root, &c),
+            Chart::Hist(c) => draw_hist(root, &c),
         }
     }
+
+    /// The chart with every coordinate within ±[`LIMIT`] (see [`tame`]).
+    fn tamed(&self) -> Chart {
+        let mut c = self.clone();
+        match &mut c {
+            Chart::Lines(l) => {
+                for p in l.series.iter_mut().flat_map(|s| s.points.iter_mut()) {
+                    p.x = tame(p.x);
+                    p.y = tame(p.y);
+                }
+                if let Some(Reference::Level(v)) = &mut l.reference {
+                    *v = tame(*v);
+                }
+            }
+            Chart::Bars(b) => b.values.iter_mut().for_each(|v| *v = tame(*v)),
+            Chart::Hist(h) => {
+                for b in &mut h.bins {
+                    (b.0, b.1) = (tame(b.0), tame(b.1));
+                }
+            }
+        }
+        c
+    }
+}
+
+/// The largest magnitude a coordinate is drawn at. plotters maps a value to a pixel through
+/// `i32` and loops on an axis whose span is not finite; values up to ±1e300 keep every span
+/// (and its padding) finite. Only a hand-made results file holds larger ones.
+const LIMIT: f64 = 1e300;
+
+/// `v` clamped to ±[`LIMIT`]; not a number stays so (and is left out where drawn).
+fn tame(v: f64) -> f64 {
+    v.clamp(-LIMIT, LIMIT)
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {
@@ -261,8 +294,11 @@ fn draw_lines<DB: DrawingBackend>(
         x0 -= 0.5;
         x1 += 0.5;
     }
-    // A little room so that markers at the ends are not cut.
-    let pad = (x1 - x0) * 0.03;
+    // A little room so that markers at the ends are not cut (none when the span itself is
+    // beyond f64, which only a hand-made file gives).
+    let pad = Some((x1 - x0) * 0.03)
+        .filter(|p| p.is_finite())
+        .unwrap_or(0.0);
     let (x0, x1) = (x0 - pad, x1 + pad);
     let mut ys: Vec<f64> = c
         .series
@@ -271,7 +307,9 @@ fn draw_lines<DB: DrawingBackend>(
         .filter(|y| y.is_finite())
         .collect();
     match c.reference {
-        Some(Reference::Ideal { base }) if base > 0.0 => ys.extend([x0 / base, x1 / base]),
+        Some(Reference::Ideal { base }) if base > 0.0 => {
+            ys.extend([tame(x0 / base), tame(x1 / base)]);
+        }
         Some(Reference::Level(v)) => ys.push(v),
         _ => {}
     }
@@ -292,7 +330,12 @@ fn draw_lines<DB: DrawingBackend>(
         let top = hi + (hi - lo).max(0.1) * frac / (1.0 - frac);
         lines_on(root, c, x0..x1, (lo.exp()..top.exp()).log_scale())
     } else {
-        lines_on(root, c, x0..x1, 0.0..ymax / (1.0 - frac))
+        // From 0, or from the lowest value when one is below 0 (a negative time in a
+        // hand-edited file): every point lies on the axis, which plotters needs (a point far
+        // off it maps to a pixel beyond i32).
+        let ymin = finite_min(ys.iter().copied()).unwrap_or(0.0).min(0.0);
+        let top = ymax + (ymax - ymin) * frac / (1.0 - frac);
+        lines_on(root, c, x0..x1, ymin..top)
     }
 }
 
@@ -317,7 +360,9 @@ where
         .map_err(err)?;
     let xf = |v: &f64| c.x_fmt.apply(*v);
     let yf = |v: &f64| c.y_fmt.tick(*v);
-    let x_ticks = ((x.end - x.start).round() as usize + 1).clamp(2, 17);
+    // One tick per unit up to 17 (a span beyond usize, or not a number, gives 17 or 2).
+    let x_ticks = ((x.end - x.start).round() + 1.0).clamp(2.0, 17.0) as usize;
+    let x_ticks = x_ticks.max(2);
     chart
         .configure_mesh()
         .x_labels(x_ticks)
@@ -333,7 +378,7 @@ where
         .map_err(err)?;
     match c.reference {
         Some(Reference::Ideal { base }) if base > 0.0 => {
-            let line = vec![(x.start, x.start / base), (x.end, x.end / base)];
+            let line = vec![(x.start, tame(x.start / base)), (x.end, tame(x.end / base))];
             chart
                 .draw_series(LineSeries::new(line, GREY.stroke_width(1)))
                 .map_err(err)?
@@ -535,15 +580,30 @@ where
             }),
         )
         .map_err(err)?;
+    let (x0, x1) = (
+        chart.x_range().start.min(chart.x_range().end),
+        chart.x_range().start.max(chart.x_range().end),
+    );
     for (i, (label, v)) in c.markers.iter().enumerate() {
         let mcolor = PALETTE[(i + 1) % PALETTE.len()];
+        // A marker off the axis (a summary that disagrees with the samples, which only a
+        // hand-edited file holds) is named in the legend but not drawn: plotters maps a value
+        // far off the axis to a pixel beyond i32.
+        let on_axis = (x0..=x1).contains(v);
+        let line = if on_axis {
+            vec![(*v, 0.0), (*v, ymax)]
+        } else {
+            Vec::new()
+        };
+        let text = format!("{label} = {}", units::duration_ns(*v));
         chart
-            .draw_series(LineSeries::new(
-                vec![(*v, 0.0), (*v, ymax)],
-                mcolor.stroke_width(2),
-            ))
+            .draw_series(LineSeries::new(line, mcolor.stroke_width(2)))
             .map_err(err)?
-            .label(format!("{label} = {}", units::duration_ns(*v)))
+            .label(if on_axis {
+                text
+            } else {
+                format!("{text} (off the axis)")
+            })
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], mcolor.stroke_width(2))
             });
@@ -563,7 +623,13 @@ where
 
 /// Bins raw samples into at most `max_bins` equal-width bins between their minimum and maximum.
 pub(crate) fn bin_samples(samples: &[f64], max_bins: usize) -> Vec<(f64, f64, u64)> {
-    let finite: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    // Within ±LIMIT, so that the bins' width is finite.
+    let finite: Vec<f64> = samples
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .map(tame)
+        .collect();
     let (Some(lo), Some(hi)) = (
         finite_min(finite.iter().copied()),
         finite_max(finite.iter().copied()),
@@ -604,6 +670,99 @@ mod tests {
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].2, 2);
         assert!(bin_samples(&[], 30).is_empty());
+    }
+
+    /// Both formats of a chart render without a panic.
+    fn renders(chart: &Chart) {
+        assert!(chart.to_svg().unwrap().contains("<svg"));
+        assert!(chart.to_png().is_ok());
+    }
+
+    #[test]
+    fn a_marker_off_the_axis_is_named_not_drawn() {
+        // Found by the results_reader fuzz target: a summary whose p95 (4.8e16 ns) lies far
+        // beyond the samples' bins mapped to a pixel past i32 and overflowed in plotters.
+        let chart = Chart::Hist(HistChart {
+            title: "seal".into(),
+            x_label: "time".into(),
+            bins: bin_samples(&[4117.0, 4200.0, 4300.0, 48_732_735.0], 40),
+            log_x: false,
+            markers: vec![
+                ("median".into(), 4194.0),
+                ("p95".into(), 4.79e16),
+                ("p99".into(), -1e300),
+            ],
+        });
+        renders(&chart);
+        let svg = chart.to_svg().unwrap();
+        assert!(svg.contains("median = "), "{svg}");
+        assert!(
+            svg.contains("p95 = ") && svg.contains("(off the axis)"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn charts_of_values_off_any_sane_scale_render() {
+        // A linear y axis started at 0, and a point far below it (a negative time in a
+        // hand-edited file) overflowed the same way; an axis whose span is beyond f64 made
+        // plotters loop.
+        let chart = |reference| {
+            Chart::Lines(LineChart {
+                title: "sweep".into(),
+                x_label: "threads".into(),
+                x_fmt: Fmt::Threads,
+                y_label: "speed-up".into(),
+                y_fmt: Fmt::Ratio,
+                log_y: false,
+                legend_low: false,
+                series: vec![Series {
+                    label: "seal".into(),
+                    points: vec![
+                        Point {
+                            x: -1e300,
+                            y: -1e300,
+                            hollow: false,
+                        },
+                        Point {
+                            x: 2.0,
+                            y: 1.5,
+                            hollow: true,
+                        },
+                    ],
+                }],
+                reference,
+            })
+        };
+        renders(&chart(None));
+        renders(&chart(Some(Reference::Ideal { base: 1.0 })));
+        renders(&chart(Some(Reference::Level(-1e300))));
+        // Spans beyond f64 on both axes.
+        let mut wide = chart(Some(Reference::Ideal { base: 1e-300 }));
+        if let Chart::Lines(c) = &mut wide {
+            c.series[0].points[1].x = 1.7e308;
+            c.series[0].points[1].y = 1.7e308;
+            c.series[0].points[0].x = -1.7e308;
+            c.series[0].points[0].y = -1.7e308;
+        }
+        renders(&wide);
+        // And a histogram of samples that span all of f64.
+        renders(&Chart::Hist(HistChart {
+            title: "wide".into(),
+            x_label: "time".into(),
+            bins: bin_samples(&[-1.7e308, 0.0, 1.7e308], 40),
+            log_x: false,
+            markers: vec![("median".into(), 0.0), ("p95".into(), f64::INFINITY)],
+        }));
+        let bars = Chart::Bars(BarChart {
+            title: "stages".into(),
+            x_label: "time".into(),
+            fmt: Fmt::Duration,
+            labels: vec!["a".into(), "b".into()],
+            values: vec![1.7e308, f64::MAX],
+            summary: 0,
+        });
+        renders(&bars);
     }
 
     #[test]
