@@ -1224,6 +1224,8 @@ fn runs_are_kept_in_the_history_and_read_back() {
         "--history",
         h,
         "--no-history",
+        "--out",
+        dir.path().join("skipped").to_str().unwrap(),
     ]);
     assert!(o.status.success());
     let list = run(&["history", "--history", h, "list"]);
