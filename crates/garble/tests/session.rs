@@ -510,13 +510,15 @@ fn a_trickling_peer_cannot_stretch_a_session_past_its_deadline() {
     let e = std::thread::spawn(move || {
         let mut ch = TcpChannel::connect(&paddr, Duration::from_secs(5)).unwrap();
         let r = run_evaluator(&mut ch, &c2, &[vec![false; 128]], &opts);
-        (r.map(|_| ()), start.elapsed())
+        // The channel lives on until both have failed: whichever party reaches the deadline
+        // first must not hang up on the other, which would then fail with "closed" instead.
+        (r.map(|_| ()), start.elapsed(), ch)
     });
     let mut ch = TcpChannel::accept(&garbler, Duration::from_secs(5)).unwrap();
     let g = run_garbler(&mut ch, &c, &[vec![true; 128]], &opts);
     let g_took = start.elapsed();
-    drop(ch);
-    let (e, e_took) = e.join().unwrap();
+    let (e, e_took, e_ch) = e.join().unwrap();
+    drop((ch, e_ch));
     for (who, r, took) in [("garbler", g.map(|_| ()), g_took), ("evaluator", e, e_took)] {
         let err = r.expect_err(who).to_string();
         assert!(err.contains("deadline of 800ms"), "{who}: {err}");
