@@ -3,10 +3,10 @@
 //!
 //! One party (the fuzzed one) runs against an honest peer in a second thread over an
 //! in-memory channel; every byte the fuzzed party receives after the peer's (valid) header
-//! passes through [`Tampered`], which either replaces the peer's bytes from some offset on
+//! passes through [`Tampered`], which from some offset on either replaces the peer's bytes
 //! with the fuzzer's bytes (arbitrary messages; the peer closes when they run out) or XORs
-//! the fuzzer's bytes onto them (the right lengths with any content, which reaches the
-//! garbled tables, labels and decoding bits past the OT set-up). Either party can be the
+//! the fuzzer's bytes onto them (the right lengths with any content). An offset past the OT
+//! set-up reaches the garbled tables, labels and decoding bits. Either party can be the
 //! fuzzed one, in the compiled-circuit session (`garble::session`: one or two evaluations,
 //! one or two computations on one connection) and in the generated-circuit session
 //! (`garble::stream`). No input may panic or hang: errors are the expected outcome. With
@@ -24,14 +24,14 @@ use garble::session::{
 use garble::{Builder, stream};
 use libfuzzer_sys::fuzz_target;
 
-/// How the fuzzer's bytes change what the fuzzed party receives after the header.
+/// How the fuzzer's bytes change what the fuzzed party receives after the header, from
+/// `from` bytes after it on (the bytes before arrive untouched).
 #[derive(Clone, Copy)]
 enum Mode {
-    /// From this many bytes after the header on, the fuzzer's bytes replace the peer's; when
-    /// they run out, the peer has closed.
+    /// The fuzzer's bytes replace the peer's; when they run out, the peer has closed.
     Replace { from: u64 },
-    /// The fuzzer's bytes are XORed onto the peer's, from the first byte after the header.
-    Xor,
+    /// The fuzzer's bytes are XORed onto the peer's; after them the peer's bytes pass.
+    Xor { from: u64 },
 }
 
 /// The fuzzed party's end of the channel: the honest peer's bytes, tampered with after the
@@ -58,20 +58,18 @@ impl Channel for Tampered<'_> {
             let Some(after) = p.checked_sub(self.clean) else {
                 continue;
             };
-            match self.mode {
-                Mode::Xor => {
-                    if let Some(m) = usize::try_from(after).ok().and_then(|i| self.data.get(i)) {
-                        *b ^= m;
-                    }
-                }
-                Mode::Replace { from } => {
-                    if let Some(i) = after.checked_sub(from) {
-                        match usize::try_from(i).ok().and_then(|i| self.data.get(i)) {
-                            Some(&v) => *b = v,
-                            None => return Err(ChannelError::Closed),
-                        }
-                    }
-                }
+            let (Mode::Replace { from } | Mode::Xor { from }) = self.mode;
+            let Some(i) = after
+                .checked_sub(from)
+                .and_then(|i| usize::try_from(i).ok())
+            else {
+                continue;
+            };
+            match (self.mode, self.data.get(i)) {
+                (Mode::Xor { .. }, Some(m)) => *b ^= m,
+                (Mode::Xor { .. }, None) => {}
+                (Mode::Replace { .. }, Some(&v)) => *b = v,
+                (Mode::Replace { .. }, None) => return Err(ChannelError::Closed),
             }
         }
         Ok(())
@@ -222,27 +220,20 @@ where
 fuzz_target!(|data: &[u8]| {
     // Byte 0: bit 0 fuzzes the garbler (else the evaluator), bit 1 the generated-circuit
     // session, bit 2 XORs (else replaces), bits 3-4 pick the compiled circuit, bit 5 two
-    // evaluations, bit 6 two computations. Byte 1: the inputs. Replacing: bytes 2-3, how many
-    // of the peer's bytes after the header arrive untouched. The rest: the fuzzer's bytes.
-    let [flags, seed, rest @ ..] = data else {
+    // evaluations, bit 6 two computations. Byte 1: the inputs. Bytes 2-3: how many of the
+    // peer's bytes after the header arrive untouched. The rest: the fuzzer's bytes.
+    let [flags, seed, lo, hi, data @ ..] = data else {
         return;
     };
     let (flags, seed) = (*flags, *seed);
     let fuzz_garbler = flags & 1 != 0;
-    let (mode, data) = if flags & 4 != 0 {
-        (Mode::Xor, rest)
+    let from = u64::from(u16::from_le_bytes([*lo, *hi]));
+    let mode = if flags & 4 != 0 {
+        Mode::Xor { from }
     } else {
-        match rest {
-            [lo, hi, rest @ ..] => (
-                Mode::Replace {
-                    from: u64::from(u16::from_le_bytes([*lo, *hi])),
-                },
-                rest,
-            ),
-            _ => (Mode::Replace { from: 0 }, &[][..]),
-        }
+        Mode::Replace { from }
     };
-    let untampered = matches!(mode, Mode::Xor) && data.iter().all(|&b| b == 0);
+    let untampered = matches!(mode, Mode::Xor { .. }) && data.iter().all(|&b| b == 0);
 
     if flags & 2 != 0 {
         let opts = SessionOptions::default();
