@@ -1299,3 +1299,47 @@ fn runs_are_kept_in_the_history_and_read_back() {
     );
     assert!(out.join("report.html").is_file());
 }
+
+/// A PostgreSQL history that cannot be reached (nothing listens on the port): the run still
+/// writes its results and report, says once that history was not recorded and why (naming
+/// the server, never the password), and exits 0; `history` commands fail naming the server.
+/// `CCBENCH_HISTORY` selects the server as `--history` does.
+#[test]
+fn an_unreachable_postgres_history_costs_the_run_nothing() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("postgres://ccbench:pw-s3cret@127.0.0.1:{port}/history");
+    let shown = format!("postgres://ccbench@127.0.0.1:{port}/history");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = run(&[
+        "run",
+        "crypto",
+        "--quick",
+        "--quiet",
+        "--history",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        err.matches("not recorded in the history").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains(&shown) && !err.contains("s3cret"), "{err}");
+    assert!(out.join("results.jsonl").is_file() && out.join("report.html").is_file());
+
+    let o = ccbench()
+        .env("CCBENCH_HISTORY", &url)
+        .args(["history", "list"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(err.contains(&shown) && !err.contains("s3cret"), "{err}");
+}
