@@ -203,6 +203,9 @@ impl Drop for Server {
     }
 }
 
+/// A store-level check of `tests`, run on any store.
+type Check = fn(&mut dyn Store);
+
 fn open(url: &str) -> Postgres {
     Postgres::open(url).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -212,7 +215,7 @@ fn postgres_stores_and_selects_as_sqlite_does() {
     let Some(server) = Server::start("postgres_stores_and_selects_as_sqlite_does") else {
         return;
     };
-    let checks: [(&str, fn(&mut dyn Store)); 6] = [
+    let checks: [(&str, Check); 6] = [
         ("round_trip", check_round_trip),
         ("interrupted", check_interrupted),
         ("selectors", check_selectors),

@@ -70,7 +70,7 @@ const _: () = assert!(MIGRATIONS.len() as i64 == SCHEMA_VERSION);
 
 /// The advisory lock that serialises migrations ("ccbench" in ASCII): advisory locks are
 /// per database, so two histories on one server do not wait for each other.
-const MIGRATION_LOCK: i64 = 0x6363_6265_6e63_68;
+const MIGRATION_LOCK: i64 = 0x0063_6362_656e_6368;
 
 /// How long to wait for the server to answer a connection when the URL does not say
 /// (`connect_timeout=`): an unreachable history must not hold a finished run for long.
