@@ -12,6 +12,8 @@ pub mod postgres;
 pub mod series;
 pub mod sqlite;
 pub mod store;
+#[cfg(any(test, feature = "test-server"))]
+pub mod test_server;
 
 pub use crate::postgres::Postgres;
 pub use machine::Machine;
