@@ -40,9 +40,10 @@ pub enum Command {
 /// Where the history lives, for `run` and `history`.
 #[derive(Debug, Args)]
 pub struct HistoryLocation {
-    /// The history database [default: $CCBENCH_HISTORY, else
+    /// The history database: an SQLite file, or a PostgreSQL server as
+    /// postgres://USER@HOST:PORT/DATABASE (no TLS) [default: $CCBENCH_HISTORY, else
     /// $XDG_DATA_HOME/ccbench/history.sqlite].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH|URL")]
     pub history: Option<PathBuf>,
 }
 

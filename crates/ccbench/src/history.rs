@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use history::{Key, NewRun, RunFilter, RunInfo, RunStatus, Sqlite, Store};
+use history::{Key, NewRun, Postgres, RunFilter, RunInfo, RunStatus, Sqlite, Store};
 use measure::record::Record;
 
 use crate::Exit;
@@ -15,25 +15,41 @@ use crate::run::compare_sides;
 /// The environment variable that names the history database.
 pub const ENV_HISTORY: &str = "CCBENCH_HISTORY";
 
-/// The database `--history`, else `$CCBENCH_HISTORY`, else the default file names.
-fn path_of(location: &HistoryLocation) -> Result<PathBuf> {
-    if let Some(p) = &location.history {
-        return Ok(p.clone());
+/// Where a history lives: an SQLite file or a PostgreSQL server.
+enum Location {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+/// The database `--history`, else `$CCBENCH_HISTORY`, else the default file names: a
+/// `postgres://` or `postgresql://` URL is a server, anything else a file.
+fn location_of(location: &HistoryLocation) -> Result<Location> {
+    let given = location
+        .history
+        .clone()
+        .map(PathBuf::into_os_string)
+        .or_else(|| std::env::var_os(ENV_HISTORY).filter(|v| !v.is_empty()));
+    if let Some(given) = given {
+        return Ok(match given.to_str() {
+            Some(url) if history::postgres::is_url(url) => Location::Postgres(url.to_owned()),
+            _ => Location::Sqlite(PathBuf::from(given)),
+        });
     }
-    if let Some(p) = std::env::var_os(ENV_HISTORY).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(p));
-    }
-    Sqlite::default_path().ok_or_else(|| {
+    Sqlite::default_path().map(Location::Sqlite).ok_or_else(|| {
         Exit::usage(format!(
             "no data directory for the history (set HOME, XDG_DATA_HOME or {ENV_HISTORY}, or \
-             pass --history PATH)"
+             pass --history PATH|URL)"
         ))
         .into()
     })
 }
 
-fn open(location: &HistoryLocation) -> Result<Sqlite> {
-    Ok(Sqlite::open(&path_of(location)?)?)
+/// Opens the history the options name; past this, both stores take the same code path.
+fn open(location: &HistoryLocation) -> Result<Box<dyn Store>> {
+    Ok(match location_of(location)? {
+        Location::Sqlite(path) => Box::new(Sqlite::open(&path)?),
+        Location::Postgres(url) => Box::new(Postgres::open(&url)?),
+    })
 }
 
 /// Records a finished run, or says once why it could not: the history never fails a run.
@@ -43,20 +59,19 @@ pub fn record(
     results: &Path,
     status: RunStatus,
 ) {
-    let outcome = (|| -> Result<(i64, PathBuf)> {
-        let path = path_of(location)?;
+    let outcome = (|| -> Result<(i64, String)> {
         let records = measure::jsonl::read_records(results)?;
-        let mut store = Sqlite::open(&path)?;
+        let mut store = open(location)?;
         let id = store.record_run(&NewRun {
             records: &records,
             status,
             machine_name,
             source: "run".into(),
         })?;
-        Ok((id, path))
+        Ok((id, store.location().to_owned()))
     })();
     match outcome {
-        Ok((id, path)) => eprintln!("history: run {id} recorded in {}", path.display()),
+        Ok((id, db)) => eprintln!("history: run {id} recorded in {db}"),
         Err(e) => eprintln!("warning: this run was not recorded in the history: {e:#}"),
     }
 }
@@ -77,7 +92,7 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
         }
         HistoryCommand::Show { run } => {
             let store = open(&args.location)?;
-            let ids = history::select(&store, &run)?;
+            let ids = history::select(&*store, &run)?;
             for id in ids {
                 let records = store.records(id)?;
                 println!("run {id}");
@@ -87,7 +102,7 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
         }
         HistoryCommand::Tag { run, name } => {
             let mut store = open(&args.location)?;
-            let ids = history::select(&store, &run)?;
+            let ids = history::select(&*store, &run)?;
             let [id] = ids[..] else {
                 return Err(Exit::usage(format!(
                     "{run} names {} runs; a tag names one",
@@ -109,8 +124,8 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
             let store = open(&args.location)?;
             let (a, b) = match (base, cand, &machine[..]) {
                 (Some(a), Some(b), []) => (
-                    side(&store, &history::select(&store, &a)?)?,
-                    side(&store, &history::select(&store, &b)?)?,
+                    side(&*store, &history::select(&*store, &a)?)?,
+                    side(&*store, &history::select(&*store, &b)?)?,
                 ),
                 (None, None, [ma, mb]) => {
                     let latest = |m: &str| -> Result<Vec<Vec<Record>>> {
@@ -125,7 +140,7 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
                             ))
                             .into());
                         }
-                        side(&store, &rs.iter().map(|r| r.id).collect::<Vec<_>>())
+                        side(&*store, &rs.iter().map(|r| r.id).collect::<Vec<_>>())
                     };
                     println!("A: machine {ma}, B: machine {mb} (cost of B against A per workload)");
                     (latest(ma)?, latest(mb)?)
@@ -153,7 +168,7 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
                 ..Default::default()
             };
             let s = history::series(
-                &store,
+                &*store,
                 &key,
                 &RunFilter {
                     machine,
@@ -219,7 +234,7 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
 }
 
 /// The records of each run of one side.
-fn side(store: &Sqlite, ids: &[i64]) -> Result<Vec<Vec<Record>>> {
+fn side(store: &dyn Store, ids: &[i64]) -> Result<Vec<Vec<Record>>> {
     ids.iter()
         .map(|&id| Ok(store.records(id)?))
         .collect::<Result<Vec<_>>>()

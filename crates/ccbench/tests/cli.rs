@@ -1301,3 +1301,102 @@ fn runs_are_kept_in_the_history_and_read_back() {
     );
     assert!(out.join("report.html").is_file());
 }
+
+/// A PostgreSQL history that cannot be reached (nothing listens on the port): the run still
+/// writes its results and report, says once that history was not recorded and why (naming
+/// the server, never the password), and exits 0; `history` commands fail naming the server.
+/// `CCBENCH_HISTORY` selects the server as `--history` does.
+#[test]
+fn an_unreachable_postgres_history_costs_the_run_nothing() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("postgres://ccbench:pw-s3cret@127.0.0.1:{port}/history");
+    let shown = format!("postgres://ccbench@127.0.0.1:{port}/history");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = run(&[
+        "run",
+        "crypto",
+        "--quick",
+        "--quiet",
+        "--history",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        err.matches("not recorded in the history").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains(&shown) && !err.contains("s3cret"), "{err}");
+    assert!(out.join("results.jsonl").is_file() && out.join("report.html").is_file());
+
+    let o = ccbench()
+        .env("CCBENCH_HISTORY", &url)
+        .args(["history", "list"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(err.contains(&shown) && !err.contains("s3cret"), "{err}");
+}
+
+/// `--history postgres://...` against a real server this test starts (a throwaway cluster
+/// from Debian's postgresql package; skipped loudly without it, failing under CI): runs are
+/// recorded there, and the history commands read them back as from an SQLite file.
+#[test]
+fn runs_are_kept_in_a_postgres_history() {
+    let Some(server) = history::test_server::Server::start("runs_are_kept_in_a_postgres_history")
+    else {
+        return;
+    };
+    let url = server.database("cli");
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..2 {
+        let out = dir.path().join(format!("run{i}"));
+        let o = run(&[
+            "run",
+            "sealing",
+            "--quick",
+            "--quiet",
+            "--history",
+            &url,
+            "--machine-name",
+            "fleet-1",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("history: run {} recorded in {url}", i + 1)),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let list = ccbench()
+        .env("CCBENCH_HISTORY", &url)
+        .args(["history", "list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert_eq!(text.lines().count(), 3, "a header and two runs:\n{text}");
+    assert!(
+        text.contains("fleet-1") && text.contains("sealing"),
+        "{text}"
+    );
+    let o = run(&["history", "--history", &url, "tag", "1", "baseline"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["history", "--history", &url, "compare", "baseline", "last"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["history", "--history", &url, "show", "nope"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains(&url),
+        "{}",
+        stderr(&o)
+    );
+}

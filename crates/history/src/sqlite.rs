@@ -8,7 +8,9 @@ use measure::record::Record;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::machine::Machine;
-use crate::store::{HistoryError, NewRun, RunFilter, RunInfo, RunStatus, Store, Summary};
+use crate::store::{
+    HistoryError, NewRun, RunFilter, RunInfo, RunStatus, Store, Summary, check_tag_name,
+};
 
 /// The schema this build reads and writes. Each step of [`MIGRATIONS`] takes a database one
 /// version up; a database at a higher version is refused, never rewritten.
@@ -322,19 +324,7 @@ impl Store for Sqlite {
     }
 
     fn tag(&mut self, run: i64, name: &str) -> Result<(), HistoryError> {
-        if name.is_empty()
-            || name.bytes().all(|b| b.is_ascii_digit())
-            || name.contains(char::is_whitespace)
-            || name.starts_with("last")
-            || name.contains("..")
-        {
-            return Err(HistoryError::NotFound {
-                db: self.location.clone(),
-                what: format!(
-                    "{name:?} cannot be a tag: it would read as a run number or selector"
-                ),
-            });
-        }
+        check_tag_name(&self.location, name)?;
         let exists: Option<i64> = self
             .conn
             .query_row("SELECT id FROM runs WHERE id = ?1", params![run], |r| {

@@ -185,6 +185,22 @@ impl<'a> Summary<'a> {
     }
 }
 
+/// Refuses a tag name that would read as a run number or selector (or could not be listed).
+pub(crate) fn check_tag_name(db: &str, name: &str) -> Result<(), HistoryError> {
+    if name.is_empty()
+        || name.bytes().all(|b| b.is_ascii_digit())
+        || name.contains(char::is_whitespace)
+        || name.starts_with("last")
+        || name.contains("..")
+    {
+        return Err(HistoryError::NotFound {
+            db: db.to_owned(),
+            what: format!("{name:?} cannot be a tag: it would read as a run number or selector"),
+        });
+    }
+    Ok(())
+}
+
 /// The runs a selector names: a run number, a tag, `last` (the newest run), `last~N` (the
 /// N-th before it), or `A..B` (run numbers A to B, both included, that exist).
 pub fn select(store: &dyn Store, selector: &str) -> Result<Vec<i64>, HistoryError> {

@@ -1,6 +1,7 @@
 //! The SQLite store end to end: runs stored whole and read back equal, selectors, tags,
 //! machines, series with a change point, concurrent writers, and the errors of a database
-//! that is corrupt, newer, or not writable.
+//! that is corrupt, newer, or not writable. The store-level checks take any [`Store`]:
+//! `pg_tests` runs them on PostgreSQL too.
 
 use measure::record::{Body, BuildInfo, Check, Env, Measurement, Params, Record, Verdict};
 use measure::sampler::Samples;
@@ -8,7 +9,7 @@ use measure::sampler::Samples;
 use crate::changepoint;
 use crate::*;
 
-fn env(time: &str, commit: &str, cores: u64) -> Record {
+pub(crate) fn env(time: &str, commit: &str, cores: u64) -> Record {
     Record::new(
         "run",
         "host",
@@ -49,7 +50,7 @@ fn measurement(name: &str, backend: &str, ns: f64) -> Record {
     )
 }
 
-fn run(time: &str, ns: f64) -> Vec<Record> {
+pub(crate) fn run(time: &str, ns: f64) -> Vec<Record> {
     vec![
         env(time, "abc123", 2),
         measurement("seal", "native", ns),
@@ -63,7 +64,7 @@ fn run(time: &str, ns: f64) -> Vec<Record> {
     ]
 }
 
-fn store_run(s: &mut dyn Store, records: &[Record], status: RunStatus) -> i64 {
+pub(crate) fn store_run(s: &mut dyn Store, records: &[Record], status: RunStatus) -> i64 {
     s.record_run(&NewRun {
         records,
         status,
@@ -75,9 +76,14 @@ fn store_run(s: &mut dyn Store, records: &[Record], status: RunStatus) -> i64 {
 
 #[test]
 fn a_run_is_stored_whole_and_read_back_equal() {
-    let mut s = Sqlite::in_memory().unwrap();
+    check_round_trip(&mut Sqlite::in_memory().unwrap());
+}
+
+/// A run stored and read back equal, listed with its summary; a run without an environment
+/// record refused.
+pub(crate) fn check_round_trip(s: &mut dyn Store) {
     let records = run("2026-11-24T10:00:00Z", 1000.0);
-    let id = store_run(&mut s, &records, RunStatus::Complete);
+    let id = store_run(s, &records, RunStatus::Complete);
     assert_eq!(s.records(id).unwrap(), records);
     let runs = s.runs(&RunFilter::default()).unwrap();
     assert_eq!(runs.len(), 1);
@@ -103,12 +109,12 @@ fn a_run_is_stored_whole_and_read_back_equal() {
 
 #[test]
 fn interrupted_runs_stay_interrupted() {
-    let mut s = Sqlite::in_memory().unwrap();
-    store_run(
-        &mut s,
-        &run("2026-11-24T10:00:00Z", 1.0),
-        RunStatus::Interrupted,
-    );
+    check_interrupted(&mut Sqlite::in_memory().unwrap());
+}
+
+/// An interrupted run is listed as interrupted, never as complete.
+pub(crate) fn check_interrupted(s: &mut dyn Store) {
+    store_run(s, &run("2026-11-24T10:00:00Z", 1.0), RunStatus::Interrupted);
     assert_eq!(
         s.runs(&RunFilter::default()).unwrap()[0].status,
         RunStatus::Interrupted
@@ -117,32 +123,37 @@ fn interrupted_runs_stay_interrupted() {
 
 #[test]
 fn selectors_name_runs_by_number_tag_last_and_range() {
-    let mut s = Sqlite::in_memory().unwrap();
+    check_selectors(&mut Sqlite::in_memory().unwrap());
+}
+
+/// Run numbers, `last`, `last~N`, ranges and tags; a tag moves; bad selectors and tag names
+/// are errors naming the database.
+pub(crate) fn check_selectors(s: &mut dyn Store) {
     let ids: Vec<i64> = (0..4)
         .map(|i| {
             store_run(
-                &mut s,
+                s,
                 &run(&format!("2026-11-24T1{i}:00:00Z"), 1.0),
                 RunStatus::Complete,
             )
         })
         .collect();
-    assert_eq!(select(&s, &ids[1].to_string()).unwrap(), [ids[1]]);
-    assert_eq!(select(&s, "last").unwrap(), [ids[3]]);
-    assert_eq!(select(&s, "last~2").unwrap(), [ids[1]]);
+    assert_eq!(select(&*s, &ids[1].to_string()).unwrap(), [ids[1]]);
+    assert_eq!(select(&*s, "last").unwrap(), [ids[3]]);
+    assert_eq!(select(&*s, "last~2").unwrap(), [ids[1]]);
     assert_eq!(
-        select(&s, &format!("{}..{}", ids[1], ids[2])).unwrap(),
+        select(&*s, &format!("{}..{}", ids[1], ids[2])).unwrap(),
         [ids[1], ids[2]]
     );
     s.tag(ids[0], "baseline").unwrap();
-    assert_eq!(select(&s, "baseline").unwrap(), [ids[0]]);
+    assert_eq!(select(&*s, "baseline").unwrap(), [ids[0]]);
     s.tag(ids[2], "baseline").unwrap();
-    assert_eq!(select(&s, "baseline").unwrap(), [ids[2]], "a tag moves");
+    assert_eq!(select(&*s, "baseline").unwrap(), [ids[2]], "a tag moves");
     assert_eq!(s.runs(&RunFilter::default()).unwrap()[1].tags, ["baseline"]);
     for bad in ["99", "last~9", "nope", "50..60"] {
-        let e = select(&s, bad).unwrap_err();
+        let e = select(&*s, bad).unwrap_err();
         assert!(matches!(e, HistoryError::NotFound { .. }), "{bad}: {e}");
-        assert!(e.to_string().contains(":memory:"), "{e}");
+        assert!(e.to_string().contains(s.location()), "{e}");
     }
     for bad in ["12", "last", "a b", "1..2", ""] {
         assert!(s.tag(ids[0], bad).is_err(), "{bad:?} became a tag");
@@ -152,9 +163,13 @@ fn selectors_name_runs_by_number_tag_last_and_range() {
 
 #[test]
 fn machines_are_told_apart_by_their_fingerprint_and_named() {
-    let mut s = Sqlite::in_memory().unwrap();
+    check_machines(&mut Sqlite::in_memory().unwrap());
+}
+
+/// Two fingerprints, two machines; a name given is kept and filters the listing.
+pub(crate) fn check_machines(s: &mut dyn Store) {
     let mut a = run("2026-11-24T10:00:00Z", 1.0);
-    store_run(&mut s, &a, RunStatus::Complete);
+    store_run(s, &a, RunStatus::Complete);
     a[0] = env("2026-11-24T11:00:00Z", "abc123", 8);
     s.record_run(&NewRun {
         records: &a,
@@ -178,20 +193,24 @@ fn machines_are_told_apart_by_their_fingerprint_and_named() {
 
 #[test]
 fn a_series_has_one_point_per_run_and_its_change_point() {
-    let mut s = Sqlite::in_memory().unwrap();
+    check_series(&mut Sqlite::in_memory().unwrap());
+}
+
+/// One point per run, oldest first, and the step found; an ambiguous key refused.
+pub(crate) fn check_series(s: &mut dyn Store) {
     for i in 0..30 {
         // A 30% step after run 15, little noise.
         let level = if i < 15 { 1000.0 } else { 1300.0 };
         let wobble = 1.0 + 0.02 * f64::from(i % 5);
         store_run(
-            &mut s,
+            s,
             &run(&format!("2026-11-{:02}T00:00:00Z", i + 1), level * wobble),
             RunStatus::Complete,
         );
     }
     let key = Key::parse("sealing/seal@native", &["size_bytes=4096".into()]).unwrap();
     let series = series(
-        &s,
+        &*s,
         &key,
         &RunFilter::default(),
         &changepoint::Config::default(),
@@ -206,7 +225,7 @@ fn a_series_has_one_point_per_run_and_its_change_point() {
     assert_eq!(series.changes[0].index, 15);
     // Without the backend the key names two records of each run: an error naming them.
     let ambiguous = Key::parse("sealing/seal", &[]).unwrap();
-    let e = crate::series(&s, &ambiguous, &RunFilter::default(), &Default::default())
+    let e = crate::series(&*s, &ambiguous, &RunFilter::default(), &Default::default())
         .unwrap_err()
         .to_string();
     assert!(e.contains("@native") && e.contains("@sandbox"), "{e}");
@@ -265,10 +284,13 @@ fn a_corrupt_or_newer_database_is_a_clear_error() {
 
 #[test]
 fn raw_samples_survive_the_round_trip() {
-    // The raw samples are what compare tests significance on: kept to the last bit.
-    let mut s = Sqlite::in_memory().unwrap();
+    check_raw_samples(&mut Sqlite::in_memory().unwrap());
+}
+
+/// The raw samples are what compare tests significance on: kept to the last bit.
+pub(crate) fn check_raw_samples(s: &mut dyn Store) {
     let records = run("2026-11-24T10:00:00Z", 1234.567);
-    let id = store_run(&mut s, &records, RunStatus::Complete);
+    let id = store_run(s, &records, RunStatus::Complete);
     let back = s.records(id).unwrap();
     let (Body::Measurement(a), Body::Measurement(b)) = (&records[1].body, &back[1].body) else {
         panic!()
