@@ -176,7 +176,10 @@ fn sign_party(
     }
     let bits = garble::circuit::bits_from_bytes(&input, 8 * input.len());
     let timeout = Duration::from_secs_f64(a.timeout);
-    let opts = SessionOptions::default();
+    let opts = SessionOptions {
+        hash: a.hash,
+        ..SessionOptions::default()
+    };
     let (out, label) = match role {
         Party::Garbler => {
             let out =
@@ -196,7 +199,11 @@ fn sign_party(
     let rec = Record::new(
         "gc",
         label,
-        measure::params! {"circuit" => name.as_str(), "evaluations" => 1u64},
+        measure::params! {
+            "circuit" => name.as_str(),
+            "evaluations" => 1u64,
+            "gc_hash" => r.hash.name(),
+        },
         Body::Stages(stage_breakdown(&format!("{label}, {name}"), r)),
     );
     eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));
@@ -294,7 +301,10 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
         .map_err(|e| Exit::usage(format!("--input: {e}")))?;
     let timeout = Duration::from_secs_f64(a.timeout);
     let inputs = vec![bits; a.evaluations as usize];
-    let opts = SessionOptions::default();
+    let opts = SessionOptions {
+        hash: a.hash,
+        ..SessionOptions::default()
+    };
     let (out, label) = match role {
         Party::Garbler => {
             let out = session::run_garbler(&mut channel(role, addr, timeout)?, &c, &inputs, &opts)
@@ -312,7 +322,11 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
     let rec = Record::new(
         "gc",
         label,
-        measure::params! {"circuit" => a.circuit.as_str(), "evaluations" => r.evaluations},
+        measure::params! {
+            "circuit" => a.circuit.as_str(),
+            "evaluations" => r.evaluations,
+            "gc_hash" => r.hash.name(),
+        },
         Body::Stages(stage_breakdown(&format!("{label}, {}", a.circuit), r)),
     );
     eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use garble::channel::TcpChannel;
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
+use garble::hash::GcHash;
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
 
@@ -51,6 +52,7 @@ pub(super) struct EvaluatorSpec {
     circuit: String,
     evaluations: u64,
     input: Vec<u8>,
+    hash: GcHash,
 }
 
 impl EvaluatorSpec {
@@ -60,11 +62,12 @@ impl EvaluatorSpec {
             &self.circuit,
             &self.evaluations.to_string(),
             &hex(&self.input),
+            self.hash.name(),
         ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, circuit, evaluations, input] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, circuit, evaluations, input, hash] = spec_fields(EVALUATOR_ENV, s)?;
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             circuit: circuit.to_owned(),
@@ -72,6 +75,7 @@ impl EvaluatorSpec {
                 .parse()
                 .map_err(|_| format!("{EVALUATOR_ENV}: bad evaluation count {evaluations:?}"))?,
             input: unhex(input)?,
+            hash: hash.parse().map_err(|e| format!("{EVALUATOR_ENV}: {e}"))?,
         })
     }
 }
@@ -84,8 +88,12 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
     let n = usize::try_from(spec.evaluations).map_err(|e| e.to_string())?;
-    let out = session::run_evaluator(&mut ch, &c, &vec![bits; n], &SessionOptions::default())
-        .map_err(|e| e.to_string())?;
+    let opts = SessionOptions {
+        hash: spec.hash,
+        ..SessionOptions::default()
+    };
+    let out =
+        session::run_evaluator(&mut ch, &c, &vec![bits; n], &opts).map_err(|e| e.to_string())?;
     let first = out.output_bytes().into_iter().next().unwrap_or_default();
     if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
         return Err("evaluations of the same inputs gave different outputs".into());
@@ -150,16 +158,18 @@ pub(crate) fn run_child_if(
 
 /// One two-party session over loopback TCP: this process garbles, a child process (this
 /// binary, which must call [`crate::run_if_child`] first thing) evaluates the circuit `name`
-/// (a library name or a Bristol file's path; `c` is the same circuit, already loaded). Returns the garbler's report
-/// after checking both parties' outputs against plain evaluation.
+/// (a library name or a Bristol file's path; `c` is the same circuit, already loaded), both
+/// garbling with `hash`. Returns the garbler's report after checking both parties' outputs
+/// against plain evaluation.
 pub fn two_party(
     name: &str,
     c: &Circuit,
     garbler_input: &[u8],
     evaluator_input: &[u8],
     evaluations: u64,
+    hash: GcHash,
 ) -> Result<SessionReport, ScenarioError> {
-    two_party_both(name, c, garbler_input, evaluator_input, evaluations).map(|r| r.garbler)
+    two_party_both(name, c, garbler_input, evaluator_input, evaluations, hash).map(|r| r.garbler)
 }
 
 /// [`two_party`], with the evaluator's CPU time as well.
@@ -169,6 +179,7 @@ pub fn two_party_both(
     garbler_input: &[u8],
     evaluator_input: &[u8],
     evaluations: u64,
+    hash: GcHash,
 ) -> Result<TwoParty, ScenarioError> {
     let step = "two-party session";
     let fail = |m: String| ScenarioError::step(step, m);
@@ -179,6 +190,7 @@ pub fn two_party_both(
             circuit: name.to_owned(),
             evaluations,
             input: evaluator_input.to_vec(),
+            hash,
         }
         .encode()
     };
@@ -186,8 +198,11 @@ pub fn two_party_both(
         let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
             .map_err(|e| e.to_string())?;
         let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
-        session::run_garbler(ch, c, &vec![bits; n], &SessionOptions::default())
-            .map_err(|e| e.to_string())
+        let opts = SessionOptions {
+            hash,
+            ..SessionOptions::default()
+        };
+        session::run_garbler(ch, c, &vec![bits; n], &opts).map_err(|e| e.to_string())
     })?;
     let want = hex(&expected);
     let Some((got, evaluator_busy)) = parse_evaluator_line(stdout.trim()) else {
@@ -324,14 +339,29 @@ mod tests {
             circuit: "aes128".into(),
             evaluations: 7,
             input: vec![1, 2, 3],
+            hash: GcHash::FixedKey,
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
-            (d.addr.as_str(), d.circuit.as_str(), d.evaluations, d.input),
-            ("127.0.0.1:4000", "aes128", 7, vec![1, 2, 3])
+            (
+                d.addr.as_str(),
+                d.circuit.as_str(),
+                d.evaluations,
+                d.input,
+                d.hash
+            ),
+            (
+                "127.0.0.1:4000",
+                "aes128",
+                7,
+                vec![1, 2, 3],
+                GcHash::FixedKey
+            )
         );
-        assert!(EvaluatorSpec::decode("v2;a;b;1;00").is_err());
-        assert!(EvaluatorSpec::decode("v1;a;b;x;00").is_err());
+        assert!(EvaluatorSpec::decode("v2;a;b;1;00;mitccrh").is_err());
+        assert!(EvaluatorSpec::decode("v1;a;b;x;00;mitccrh").is_err());
+        assert!(EvaluatorSpec::decode("v1;a;b;1;00;sha").is_err());
+        assert!(EvaluatorSpec::decode("v1;a;b;1;00").is_err());
         assert!(EvaluatorSpec::decode("v1;a;b").is_err());
     }
 
