@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use garble::hash::GcHash;
 use scenarios::TransitionModel;
 
 /// ccbench: what does confidentiality cost? Runs workloads natively and behind a trust
@@ -182,6 +183,11 @@ pub struct PartyArgs {
     /// Seconds to wait for the peer each time: to connect, or to send its next bytes.
     #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
     pub timeout: f64,
+    /// The garbling hash: mitccrh (multi-instance secure: AES re-keyed per gate from a
+    /// session seed) or fixed-key (faster, with a bound that degrades with the gates garbled
+    /// across sessions). Both parties must choose the same: the session header carries it.
+    #[arg(long, value_name = "mitccrh|fixed-key", default_value = "mitccrh", value_parser = parse_hash)]
+    pub hash: GcHash,
     /// Also write the session's records (`results.jsonl`) and report (`report.md`,
     /// `report.html`) into this folder, as `ccbench run` does.
     #[arg(long, value_name = "DIR")]
@@ -278,6 +284,11 @@ pub struct RunArgs {
     /// gc-2pc with --circuit: the evaluator's input as hex, as --garbler-input.
     #[arg(long, value_name = "HEX", requires = "circuit")]
     pub evaluator_input: Option<String>,
+    /// gc-2pc and ed25519-2pc: the garbling hash of the sessions, mitccrh or fixed-key
+    /// [default: mitccrh, and gc-2pc then also runs its bulk sessions under fixed-key to show
+    /// the difference]. gc-2pc's per-gate and no-network figures always cover both.
+    #[arg(long, value_name = "mitccrh|fixed-key", value_parser = parse_hash)]
+    pub hash: Option<GcHash>,
 }
 
 #[derive(Debug, Args)]
@@ -372,6 +383,11 @@ fn parse_positive(s: &str, what: &str) -> Result<f64, String> {
         return Err(format!("{what} must be positive and finite, got {s}"));
     }
     Ok(v)
+}
+
+fn parse_hash(s: &str) -> Result<GcHash, String> {
+    s.parse()
+        .map_err(|e: garble::hash::UnknownHash| e.to_string())
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {

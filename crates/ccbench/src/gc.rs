@@ -248,6 +248,7 @@ fn sign_party(
     let deadline = session_deadline(&a);
     let opts = SessionOptions {
         deadline: Some(deadline),
+        hash: a.hash,
         ..SessionOptions::default()
     };
     let mut ch = channel(role, addr, timeout, deadline)?;
@@ -268,7 +269,11 @@ fn sign_party(
     let rec = Record::new(
         "gc",
         label,
-        measure::params! {"circuit" => name.as_str(), "evaluations" => 1u64},
+        measure::params! {
+            "circuit" => name.as_str(),
+            "evaluations" => 1u64,
+            "gc_hash" => r.hash.name(),
+        },
         Body::Stages(stage_breakdown(&format!("{label}, {name}"), r)),
     );
     eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));
@@ -369,6 +374,7 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
     let deadline = session_deadline(&a);
     let opts = SessionOptions {
         deadline: Some(deadline),
+        hash: a.hash,
         ..SessionOptions::default()
     };
     let mut ch = channel(role, addr, timeout, deadline)?;
@@ -388,7 +394,11 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
     let rec = Record::new(
         "gc",
         label,
-        measure::params! {"circuit" => a.circuit.as_str(), "evaluations" => r.evaluations},
+        measure::params! {
+            "circuit" => a.circuit.as_str(),
+            "evaluations" => r.evaluations,
+            "gc_hash" => r.hash.name(),
+        },
         Body::Stages(stage_breakdown(&format!("{label}, {}", a.circuit), r)),
     );
     eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));

@@ -199,6 +199,7 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         sampler: None,
         platform_key_dir: None,
         circuits,
+        gc_hash: args.hash.map(|h| h.name().to_owned()),
         call_timeout: Some(Duration::from_secs_f64(args.call_timeout)),
     };
     let sink = Sink {

@@ -568,6 +568,65 @@ fn gc_bad_input_and_a_mismatched_peer_fail_cleanly() {
     );
 }
 
+#[test]
+fn gc_parties_with_different_hashes_both_fail_naming_both() {
+    // The same hash on both sides, the fixed-key one: FIPS-197 as with the default.
+    let (e, g) = two_party(
+        &[
+            "--circuit",
+            "aes128",
+            "--input",
+            "000102030405060708090a0b0c0d0e0f",
+            "--hash",
+            "fixed-key",
+        ],
+        &[
+            "--circuit",
+            "aes128",
+            "--input",
+            "00112233445566778899AABBCCDDEEFF",
+            "--hash",
+            "fixed-key",
+        ],
+    );
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    assert_eq!(
+        String::from_utf8_lossy(&e.stdout).trim(),
+        "69c4e0d86a7b0430d8cdb78070b4c55a"
+    );
+    // Different hashes: exit 1 on both sides, each naming both.
+    let (e, g) = two_party(
+        &["--circuit", "mul8", "--input", "05", "--hash", "fixed-key"],
+        &["--circuit", "mul8", "--input", "07", "--timeout", "20"],
+    );
+    for o in [&g, &e] {
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+        let err = stderr(o);
+        assert!(
+            err.contains("mitccrh") && err.contains("fixed-key"),
+            "{err}"
+        );
+    }
+    // An unknown hash is a usage error.
+    let o = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "mul8",
+        "--input",
+        "07",
+        "--hash",
+        "sha",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown garbling hash"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A results file with one measurement of `samples` (ns per iteration).
 fn write_results(path: &Path, samples: &[f64]) {
     use measure::record::{Body, Measurement, Record};

@@ -1,9 +1,11 @@
 //! `cargo bench -p garble`: per-gate garbling costs, AES-128 garbling rate
-//! and two-party runs over loopback TCP. Prints medians of several runs.
+//! and two-party runs over loopback TCP, under each garbling hash in turn
+//! (`HASH=mitccrh` or `HASH=fixed-key` for one). Prints medians of several
+//! runs.
 
 use std::time::Instant;
 
-use garble::hash::Backend;
+use garble::hash::{Backend, Block, GcHash};
 use garble::microbench;
 use garble::program::Program;
 use garble::{GateKind, library};
@@ -30,27 +32,34 @@ fn main() {
         _ => Backend::detect(),
     };
     println!("backend: {backend:?}");
-    if wanted("gates") {
-        gates(backend);
-    }
-    if wanted("onepass") {
-        one_pass(backend);
-    }
-    if wanted("aes") {
-        aes_garble(backend);
-    }
-    if wanted("hash") {
-        hash(backend);
-    }
-    if wanted("single") {
-        single();
-    }
-    if wanted("bulk") {
-        bulk();
+    let hashes: Vec<GcHash> = match std::env::var("HASH") {
+        Ok(h) => vec![h.parse().expect("HASH: mitccrh or fixed-key")],
+        Err(_) => GcHash::ALL.to_vec(),
+    };
+    for h in hashes {
+        println!("garbling hash: {h}");
+        if wanted("gates") {
+            gates(backend, h);
+        }
+        if wanted("onepass") {
+            one_pass(backend, h);
+        }
+        if wanted("aes") {
+            aes_garble(backend, h);
+        }
+        if wanted("hash") {
+            hash(backend, h);
+        }
+        if wanted("single") {
+            single(h);
+        }
+        if wanted("bulk") {
+            bulk(h);
+        }
     }
 }
 
-fn gates(backend: Backend) {
+fn gates(backend: Backend, h: GcHash) {
     let portable = backend == Backend::Portable;
     for (kind, n) in [
         (GateKind::And, if portable { 1 << 16 } else { 1 << 20 }),
@@ -68,7 +77,7 @@ fn gates(backend: Backend) {
         let mut g = Vec::new();
         let mut e = Vec::new();
         for _ in 0..samples {
-            let t = microbench::gate_timing(kind, n, backend).expect("backend");
+            let t = microbench::gate_timing(kind, n, backend, h).expect("backend");
             g.push(t.garble_ns());
             e.push(t.evaluate_ns());
         }
@@ -92,10 +101,10 @@ fn gates(backend: Backend) {
 /// Free gates as `gate_timing` measured them before it repeated a
 /// cache-resident block: one pass over one program of 4M gates, whose gate
 /// list (48 MB) streams from memory.
-fn one_pass(backend: Backend) {
+fn one_pass(backend: Backend, h: GcHash) {
     use garble::gc;
-    use garble::hash::{Block, Hasher, Prg};
-    let hasher = Hasher::with_backend(backend).expect("backend");
+    use garble::hash::{Hasher, Prg};
+    let hasher = Hasher::of(h, Block(1), backend).expect("backend");
     for kind in [GateKind::Xor, GateKind::Inv] {
         let n = 1 << 22;
         let prog = microbench::synthetic(kind, n);
@@ -124,12 +133,12 @@ fn one_pass(backend: Backend) {
     }
 }
 
-fn aes_garble(backend: Backend) {
+fn aes_garble(backend: Backend, h: GcHash) {
     let aes = Program::compile(&library::aes128());
     let mut rates = Vec::new();
     let reps = if backend == Backend::Portable { 4 } else { 200 };
     for _ in 0..7 {
-        let t = microbench::garble_only(&aes, reps, backend).expect("backend");
+        let t = microbench::garble_only(&aes, reps, backend, h).expect("backend");
         rates.push((aes.and_gates() as f64 * reps as f64) / t.as_secs_f64() / 1e6);
     }
     let best = rates.iter().copied().fold(0.0, f64::max);
@@ -141,8 +150,8 @@ fn aes_garble(backend: Backend) {
     );
 }
 
-fn hash(backend: Backend) {
-    let h = garble::hash::Hasher::with_backend(backend).expect("backend");
+fn hash(backend: Backend, kind: GcHash) {
+    let h = garble::hash::Hasher::of(kind, Block(1), backend).expect("backend");
     let mut xs = [garble::hash::Block(7); 32];
     let ts = [garble::hash::Block(9); 32];
     let t0 = Instant::now();
@@ -161,18 +170,18 @@ fn hash(backend: Backend) {
     );
 }
 
-fn single() {
+fn single(h: GcHash) {
     let aes = library::aes128();
     let mut single = Vec::new();
     for _ in 0..9 {
-        let r = loopback(&aes, 1);
+        let r = loopback(&aes, 1, h);
         single.push(r.total.as_secs_f64() * 1e3);
     }
     println!(
         "AES-128 2PC over loopback TCP, one evaluation incl. OT: {:.2} ms (median of 9)",
         median(single)
     );
-    let r = loopback(&aes, 1);
+    let r = loopback(&aes, 1, h);
     for s in &r.stages {
         println!(
             "    {:<12} {:>9.3} ms  sent {:>8} B  received {:>8} B",
@@ -193,8 +202,11 @@ fn stage_line(r: &garble::session::SessionReport) -> String {
     parts.join(", ")
 }
 
-fn bulk() {
-    let opts = garble::session::SessionOptions::default();
+fn bulk(h: GcHash) {
+    let opts = garble::session::SessionOptions {
+        hash: h,
+        ..Default::default()
+    };
     for (name, c, n) in [
         ("AES-128", library::aes128(), 400usize),
         ("SHA-256", library::sha256_compress(), 100),
@@ -226,8 +238,11 @@ fn bulk() {
     }
 }
 
-fn loopback(c: &garble::Circuit, n: u64) -> garble::session::SessionReport {
-    let opts = garble::session::SessionOptions::default();
+fn loopback(c: &garble::Circuit, n: u64, h: GcHash) -> garble::session::SessionReport {
+    let opts = garble::session::SessionOptions {
+        hash: h,
+        ..Default::default()
+    };
     let r = microbench::loopback_2pc(c, n as usize, &opts).expect("loopback 2PC");
     assert_eq!(r.table_bytes_per_and(), 32.0);
     r.garbler

@@ -406,6 +406,96 @@ pub fn decode_bits(prog: &Program, labels: &[Block]) -> Vec<bool> {
         .collect()
 }
 
+/// The tweak range of the output check: disjoint from the gate tweaks
+/// (`< 2^64`) and from the OT extension's (`2^127 | i`).
+pub const CHECK_TWEAK: u128 = 1 << 126;
+
+/// Bytes of output check per output wire: an 8-byte tag for each of its two
+/// labels.
+pub const CHECK_BYTES: usize = 16;
+
+/// Bytes of one tag (a truncated hash).
+const TAG_BYTES: usize = 8;
+
+/// The output check: for output `i` (zero label `W0`, tweak
+/// `t = CHECK_TWEAK | (first + i)`), the first 8 bytes of `H(W0, t)` and of
+/// `H(W0 ^ R, t)`, the tag of the label whose colour is 0 first. Appended to
+/// `out`, [`CHECK_BYTES`] per output.
+///
+/// Half-gates by itself lets the evaluator decode whatever label it ends up
+/// with: two parties whose hashes differ (another seed, another derivation, a
+/// bug) would accept a wrong output. With these tags the evaluator checks that
+/// each output label is one of the two the garbler made ([`verify_check`]); a
+/// wrong label passes with probability `2^-64` per output. The tag of the
+/// label the evaluator does not hold is a hash of `W ^ R` for a `W` it knows,
+/// which the hash's correlation robustness covers, as it covers the garbled
+/// tables (and the output's value is revealed to it anyway).
+pub fn output_check(
+    hasher: &Hasher,
+    zero_labels: &[Block],
+    delta: Block,
+    first: u64,
+    out: &mut Vec<u8>,
+) {
+    let n = zero_labels.len();
+    let mut h = Vec::with_capacity(2 * n);
+    let mut tw = Vec::with_capacity(2 * n);
+    for (i, &w0) in zero_labels.iter().enumerate() {
+        let t = Block(CHECK_TWEAK | u128::from(first + i as u64));
+        h.extend_from_slice(&[w0, w0 ^ delta]);
+        tw.extend_from_slice(&[t, t]);
+    }
+    hasher.hash(&mut h, &tw);
+    for (i, &w0) in zero_labels.iter().enumerate() {
+        let (t0, t1) = (h[2 * i].to_bytes(), h[2 * i + 1].to_bytes());
+        // `W0 ^ R` has the other colour (`lsb(R) = 1`).
+        let (c0, c1) = if w0.lsb() { (t1, t0) } else { (t0, t1) };
+        out.extend_from_slice(&c0[..TAG_BYTES]);
+        out.extend_from_slice(&c1[..TAG_BYTES]);
+    }
+}
+
+/// An output label is neither of the two the garbler made.
+#[derive(Debug, thiserror::Error, Clone, Copy, PartialEq, Eq)]
+#[error(
+    "output {output} fails the garbler's check: the parties garbled under different hashes or keys, or the tables were corrupted"
+)]
+pub struct CheckFailed {
+    /// The first failing output (index into the outputs checked).
+    pub output: usize,
+}
+
+/// Checks the evaluator's output `labels` against the garbler's
+/// [`output_check`] bytes (`check.len() == CHECK_BYTES * labels.len()`).
+///
+/// # Panics
+///
+/// If `check` has the wrong length (callers receive exactly that many bytes).
+pub fn verify_check(
+    hasher: &Hasher,
+    labels: &[Block],
+    first: u64,
+    check: &[u8],
+) -> Result<(), CheckFailed> {
+    assert_eq!(check.len(), CHECK_BYTES * labels.len());
+    let mut h = labels.to_vec();
+    let tw: Vec<Block> = (0..labels.len())
+        .map(|i| Block(CHECK_TWEAK | u128::from(first + i as u64)))
+        .collect();
+    hasher.hash(&mut h, &tw);
+    for (i, (w, c)) in labels
+        .iter()
+        .zip(check.chunks_exact(CHECK_BYTES))
+        .enumerate()
+    {
+        let at = if w.lsb() { TAG_BYTES } else { 0 };
+        if h[i].to_bytes()[..TAG_BYTES] != c[at..at + TAG_BYTES] {
+            return Err(CheckFailed { output: i });
+        }
+    }
+    Ok(())
+}
+
 /// Output values from the evaluator's labels and the garbler's decoding bits.
 pub fn decode(prog: &Program, labels: &[Block], decode: &[bool]) -> Vec<bool> {
     prog.outputs
@@ -462,7 +552,7 @@ pub fn simulate(
 mod tests {
     use super::*;
     use crate::circuit::{Circuit, Gate, bits_from_bytes};
-    use crate::hash::{Backend, Prg};
+    use crate::hash::{Backend, GcHash, Prg};
     use crate::library;
 
     /// A random circuit with every gate kind (EQ and EQW too, which the
@@ -511,8 +601,11 @@ mod tests {
             let c = all_kinds_circuit(seed, gi, ei, n, nout);
             let mut prg = Prg::from_seed(seed.to_le_bytes().repeat(2).try_into().unwrap());
             let p = Program::compile(&c);
-            for be in [Backend::Portable, Backend::AesNi] {
-                let Ok(h) = Hasher::with_backend(be) else {
+            for (be, kind) in [Backend::Portable, Backend::AesNi]
+                .into_iter()
+                .flat_map(|b| GcHash::ALL.map(|k| (b, k)))
+            {
+                let Ok(h) = Hasher::of(kind, Block(u128::from(seed) << 3), be) else {
                     continue;
                 };
                 for _ in 0..3 {
@@ -573,11 +666,16 @@ mod tests {
         }
     }
 
-    /// The hashers to compare: the fused VAES kernels (when the CPU has
-    /// them), AES-NI through the generic code, and the portable hash.
-    fn all_hashers() -> Vec<Hasher> {
-        let mut v = vec![Hasher::with_backend(Backend::Portable).unwrap()];
-        if let Ok(fast) = Hasher::with_backend(Backend::AesNi) {
+    /// The hashers of one kind to compare: the fused VAES kernels (when the
+    /// CPU has them), AES-NI through the generic code, and the portable hash.
+    /// They batch differently: the fused kernels garble four gates (eight
+    /// MITCCRH keys) and evaluate eight at a time, the generic code hashes
+    /// eight gates at a time with eight keys in flight, the portable cipher
+    /// four keys per schedule.
+    fn hashers_of(kind: GcHash) -> Vec<Hasher> {
+        let seed = Block(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
+        let mut v = vec![Hasher::of(kind, seed, Backend::Portable).unwrap()];
+        if let Ok(fast) = Hasher::of(kind, seed, Backend::AesNi) {
             let mut plain_ni = fast.clone();
             plain_ni.no_vaes_for_tests();
             assert!(!plain_ni.fused() && !v[0].fused());
@@ -603,14 +701,16 @@ mod tests {
     /// kernel to compare: the test says so and checks nothing.
     #[test]
     fn fused_kernels_match_the_generic_code_when_vaes() {
-        let hs = all_hashers();
-        if !hs.iter().any(Hasher::fused) {
-            eprintln!("skipped: no VAES on this CPU, so no fused kernel to compare");
-            return;
-        }
-        let refs: Vec<&Hasher> = hs.iter().collect();
-        for c in long_run_circuits() {
-            check_hashers_agree(&Program::compile(&c), &refs, 5, 5);
+        for kind in GcHash::ALL {
+            let hs = hashers_of(kind);
+            if !hs.iter().any(Hasher::fused) {
+                eprintln!("skipped: no VAES on this CPU, so no fused kernel to compare");
+                return;
+            }
+            let refs: Vec<&Hasher> = hs.iter().collect();
+            for c in long_run_circuits() {
+                check_hashers_agree(&Program::compile(&c), &refs, 5, 5);
+            }
         }
     }
 
@@ -618,14 +718,154 @@ mod tests {
     /// hash and with AES-NI (without VAES).
     #[test]
     fn portable_and_aes_ni_generic_code_agree() {
-        let hs: Vec<Hasher> = all_hashers().into_iter().filter(|h| !h.fused()).collect();
-        if hs.len() < 2 {
-            eprintln!("skipped: no AES-NI on this CPU, so one generic hasher only");
-            return;
+        for kind in GcHash::ALL {
+            let hs: Vec<Hasher> = hashers_of(kind)
+                .into_iter()
+                .filter(|h| !h.fused())
+                .collect();
+            if hs.len() < 2 {
+                eprintln!("skipped: no AES-NI on this CPU, so one generic hasher only");
+                return;
+            }
+            let refs: Vec<&Hasher> = hs.iter().collect();
+            for c in long_run_circuits() {
+                check_hashers_agree(&Program::compile(&c), &refs, 5, 5);
+            }
         }
-        let refs: Vec<&Hasher> = hs.iter().collect();
-        for c in long_run_circuits() {
-            check_hashers_agree(&Program::compile(&c), &refs, 5, 5);
+    }
+
+    /// MITCCRH and the fixed-key hash garble differently (the choice is not
+    /// ignored somewhere on the way to the kernels).
+    #[test]
+    fn the_two_hashes_give_different_tables() {
+        let p = Program::compile(&library::aes128());
+        let tables = |h: &Hasher| {
+            let mut l = vec![Block(5); p.label_capacity()];
+            let mut t = Vec::new();
+            let _: Result<(), ()> = garble(&p, h, Block(3), &mut l, &mut 0, &mut |b| {
+                t.extend_from_slice(b);
+                Ok(())
+            });
+            t
+        };
+        for (f, m) in hashers_of(GcHash::FixedKey)
+            .iter()
+            .zip(&hashers_of(GcHash::Mitccrh))
+        {
+            assert!(tables(f) != tables(m), "{:?}", f.backend());
+        }
+    }
+
+    /// Garbles `c` with `g`, evaluates with `e`, and decodes with the output
+    /// check: the outputs, or the check's failure.
+    fn garble_evaluate_checked(
+        c: &Circuit,
+        g: &Hasher,
+        e: &Hasher,
+        gi: &[bool],
+        ei: &[bool],
+    ) -> Result<Vec<bool>, CheckFailed> {
+        let p = Program::compile(c);
+        let mut prg = Prg::from_seed([0x77; 16]);
+        let mut delta = prg.block();
+        delta.0 |= 1;
+        let mut gl = vec![Block::ZERO; p.label_capacity()];
+        let mut el = vec![Block::ZERO; p.label_capacity()];
+        for (&s, &x) in p
+            .garbler_inputs
+            .iter()
+            .zip(gi)
+            .chain(p.evaluator_inputs.iter().zip(ei))
+        {
+            gl[s as usize] = prg.block();
+            el[s as usize] = gl[s as usize] ^ delta.select(x);
+        }
+        let mut tables = Vec::new();
+        let _: Result<(), ()> = garble(&p, g, delta, &mut gl, &mut 9, &mut |b| {
+            tables.extend_from_slice(b);
+            Ok(())
+        });
+        let outs: Vec<Block> = p.outputs.iter().map(|&s| gl[s as usize]).collect();
+        let mut check = Vec::new();
+        output_check(g, &outs, delta, 4, &mut check);
+        let d = decode_bits(&p, &gl);
+        let mut off = 0;
+        let _: Result<(), ()> = evaluate(&p, e, &mut el, &mut 9, &mut |b| {
+            b.copy_from_slice(&tables[off..off + b.len()]);
+            off += b.len();
+            Ok(())
+        });
+        let mine: Vec<Block> = p.outputs.iter().map(|&s| el[s as usize]).collect();
+        verify_check(e, &mine, 4, &check)?;
+        Ok(decode(&p, &el, &d))
+    }
+
+    /// Parties that batch MITCCRH's keys differently (the fused kernels' groups
+    /// of four or eight gates, the generic code's eight keys in flight, the
+    /// portable cipher's four) agree: the batch is not an input of the key
+    /// derivation. Every garbler/evaluator pair decodes the right output and
+    /// passes the output check.
+    #[test]
+    fn parties_that_batch_keys_differently_agree() {
+        let c = library::aes128();
+        let mut prg = Prg::from_seed([0x21; 16]);
+        let gi: Vec<bool> = (0..128).map(|_| prg.block().lsb()).collect();
+        let ei: Vec<bool> = (0..128).map(|_| prg.block().lsb()).collect();
+        let want = c.eval(&gi, &ei).unwrap();
+        let hs = hashers_of(GcHash::Mitccrh);
+        for g in &hs {
+            for e in &hs {
+                assert_eq!(
+                    garble_evaluate_checked(&c, g, e, &gi, &ei),
+                    Ok(want.clone()),
+                    "garbler {:?} fused={}, evaluator {:?} fused={}",
+                    g.backend(),
+                    g.fused(),
+                    e.backend(),
+                    e.fused()
+                );
+            }
+        }
+    }
+
+    /// An evaluator whose MITCCRH seed differs from the garbler's (a bug, not
+    /// an attack: the header carries the seed), or who runs the other hash,
+    /// gets garbage labels, and the output check refuses them: never a wrong
+    /// output accepted. With every backend, on circuits whose outputs all
+    /// depend on AND gates and on one whose outputs mix in plain inputs.
+    #[test]
+    fn a_different_seed_or_hash_fails_the_output_check() {
+        let mut prg = Prg::from_seed([0x31; 16]);
+        for c in [
+            library::aes128(),
+            library::mul(32),
+            all_kinds_circuit(3, 4, 4, 300, 8),
+        ] {
+            let gi: Vec<bool> = (0..c.garbler_input_bits())
+                .map(|_| prg.block().lsb())
+                .collect();
+            let ei: Vec<bool> = (0..c.evaluator_input_bits())
+                .map(|_| prg.block().lsb())
+                .collect();
+            for be in [Backend::Portable, Backend::AesNi] {
+                let (Ok(g), Ok(other_seed), Ok(fixed)) = (
+                    Hasher::mitccrh(Block(1), be),
+                    Hasher::mitccrh(Block(1 << 70), be),
+                    Hasher::with_backend(be),
+                ) else {
+                    continue;
+                };
+                assert_eq!(
+                    garble_evaluate_checked(&c, &g, &g, &gi, &ei),
+                    Ok(c.eval(&gi, &ei).unwrap())
+                );
+                for e in [&other_seed, &fixed] {
+                    let r = garble_evaluate_checked(&c, &g, e, &gi, &ei);
+                    assert!(r.is_err(), "{be:?} {:?}: {r:?}", e.kind());
+                }
+                let r = garble_evaluate_checked(&c, &fixed, &g, &gi, &ei);
+                assert!(r.is_err(), "{be:?}: {r:?}");
+            }
         }
     }
 
@@ -661,7 +901,7 @@ mod tests {
         let delta = Block(0x1234_5678_9abc_def1);
         let mut g0 = vec![Block::ZERO; p.label_capacity()];
         Prg::from_seed([4; 16]).fill(&mut g0);
-        for h in all_hashers() {
+        for h in GcHash::ALL.into_iter().flat_map(hashers_of) {
             let (mut l, mut ctr, mut want) = (g0.clone(), 7, Vec::new());
             let _: Result<(), ()> = garble(&p, &h, delta, &mut l, &mut ctr, &mut |b| {
                 want.extend_from_slice(b);
@@ -691,8 +931,10 @@ mod tests {
         #[test]
         fn hashers_agree_on_random_circuits(seed in proptest::prelude::any::<u64>(),
                                             n in 0u32..400,
-                                            start in proptest::prelude::any::<u32>()) {
-            let hs = all_hashers();
+                                            start in proptest::prelude::any::<u32>(),
+                                            mitccrh in proptest::prelude::any::<bool>()) {
+            let kind = if mitccrh { GcHash::Mitccrh } else { GcHash::FixedKey };
+            let hs = hashers_of(kind);
             let refs: Vec<&Hasher> = hs.iter().collect();
             let c = all_kinds_circuit(seed, 4, 4, n, 3);
             check_hashers_agree(&Program::compile(&c), &refs, seed as u8, u64::from(start));
@@ -702,8 +944,11 @@ mod tests {
     #[test]
     fn library_circuits_garble_correctly() {
         let mut prg = Prg::from_seed([3; 16]);
-        for be in [Backend::Portable, Backend::AesNi] {
-            let Ok(h) = Hasher::with_backend(be) else {
+        for (be, kind) in [Backend::Portable, Backend::AesNi]
+            .into_iter()
+            .flat_map(|b| GcHash::ALL.map(|k| (b, k)))
+        {
+            let Ok(h) = Hasher::of(kind, Block(99), be) else {
                 continue;
             };
             for c in [
@@ -721,7 +966,7 @@ mod tests {
                 let want = c.eval(&g, &e).unwrap();
                 assert_eq!(p.eval_plain(&g, &e), want);
                 let (got, bytes) = simulate(&p, &h, &mut prg, &g, &e);
-                assert_eq!(got, want, "{be:?}");
+                assert_eq!(got, want, "{be:?} {kind:?}");
                 assert_eq!(bytes as u64, 32 * c.stats().and_gates());
             }
         }

@@ -19,7 +19,7 @@ use crate::builder::Builder;
 use crate::channel::{DEFAULT_TIMEOUT, TcpChannel};
 use crate::circuit::{Circuit, GateKind, Party};
 use crate::gc::{self, TABLE_BYTES};
-use crate::hash::{Backend, BackendUnavailable, Block, Hasher, Prg};
+use crate::hash::{Backend, BackendUnavailable, Block, GcHash, Hasher, Prg};
 use crate::program::Program;
 use crate::session::{
     SessionError, SessionOptions, SessionOutput, SessionReport, Stage, run_evaluator, run_garbler,
@@ -113,17 +113,21 @@ pub const GATE_BLOCK: usize = 1 << 16;
 /// garbling loop was compiled as a separate, slower instance of `gc::garble`
 /// (measured 17-18 ns per AND against 12-14 ns here, with the same kernels), so the
 /// figure depended on who asked for it.
+///
+/// `hash` is the garbling hash ([`GcHash`]; MITCCRH under a fixed seed: its
+/// cost does not depend on the seed).
 #[inline(never)]
 pub fn gate_timing(
     kind: GateKind,
     gates: usize,
     backend: Backend,
+    hash: GcHash,
 ) -> Result<GateTiming, BackendUnavailable> {
-    let hasher = Hasher::with_backend(backend)?;
+    let mut prg = Prg::from_seed([0x5a; 16]);
+    let hasher = Hasher::of(hash, prg.block(), backend)?;
     let block = gates.clamp(1, GATE_BLOCK);
     let reps = gates.div_ceil(block).max(1);
     let prog = synthetic(kind, block);
-    let mut prg = Prg::from_seed([0x5a; 16]);
     let mut delta = prg.block();
     delta.0 |= 1;
     let n = prog.label_capacity();
@@ -181,14 +185,15 @@ pub fn gate_timing(
 
 /// Garbles `prog` `reps` times with tables discarded (no memory traffic for
 /// tables beyond one chunk) and returns the total time: the pure garbling
-/// rate of a circuit.
+/// rate of a circuit, under the garbling hash `hash`.
 pub fn garble_only(
     prog: &Program,
     reps: usize,
     backend: Backend,
+    hash: GcHash,
 ) -> Result<Duration, BackendUnavailable> {
-    let hasher = Hasher::with_backend(backend)?;
     let mut prg = Prg::from_seed([0xa5; 16]);
+    let hasher = Hasher::of(hash, prg.block(), backend)?;
     let mut delta = prg.block();
     delta.0 |= 1;
     let mut g = vec![Block::ZERO; prog.label_capacity()];

@@ -5,8 +5,11 @@
 //! Protocol of one computation (after both sides compile the circuit):
 //!
 //! 1. Init: the garbler sends `MAGIC`, the circuit digest, the number of
-//!    evaluations and the computation's index in the session (56 bytes); the
-//!    evaluator checks all four and echoes them.
+//!    evaluations, the computation's index in the session, the garbling hash
+//!    ([`GcHash`]) and, for MITCCRH, the session seed (80 bytes); the
+//!    evaluator answers with its own header (the seed echoed) before it checks
+//!    the garbler's, so that a mismatch is reported on both sides, each naming
+//!    both values.
 //! 2. OT Init: 128 Chou-Orlandi base OTs seed the IKNP extension, in the
 //!    first computation of a session only.
 //! 3. Peer Inputs: the evaluator gets the labels of all its input bits, for
@@ -14,8 +17,11 @@
 //!    bit); then, per evaluation, the garbler sends its 16-byte input labels.
 //! 4. Garble: the garbler streams 32 bytes per AND gate while garbling; the
 //!    evaluator evaluates as the bytes arrive. Nothing else is on the wire.
-//! 5. Result: per evaluation the garbler sends the output decoding bits; the
-//!    evaluator decodes and, after the last evaluation, sends all output bits
+//! 5. Result: per evaluation the garbler sends the output decoding bits and
+//!    the output check (two 8-byte tags per output, [`gc::output_check`]); the
+//!    evaluator checks its output labels against it ([`SessionError::OutputCheck`]
+//!    if one is neither of the garbler's), decodes and, after the last
+//!    evaluation, sends all output bits
 //!    back in one message, so both parties learn them. The garbler never
 //!    waits for the evaluator inside the loop, nor flushes its channel
 //!    there: in bulk mode the two run as a pipeline.
@@ -24,9 +30,10 @@
 //! [`GarblerSession`]/[`EvaluatorSession`] run any number of computations
 //! (any circuits) over one connection and pay for the base OTs once.
 //!
-//! One global offset `R` serves the whole session; gate tweaks and OT indices
-//! keep counting across evaluations and computations, so no hash input
-//! repeats. Semi-honest security: bytes from the peer are checked for framing
+//! One global offset `R` serves the whole session; gate tweaks, OT indices and
+//! output-check indices keep counting across evaluations and computations, so
+//! no hash input repeats, and under MITCCRH no key: the seed is drawn once per
+//! session and the keys `seed ^ swap(tweak)` follow the counters. Semi-honest security: bytes from the peer are checked for framing
 //! (magic, digest, counts, computation index, curve points) and never trusted
 //! for memory sizes, but a malicious peer can make the outputs wrong.
 //!
@@ -58,17 +65,19 @@ use crate::circuit::{
     Circuit, GateKind, InputLengthError, Party, Stats, bits_from_bytes, bytes_from_bits,
 };
 use crate::gc;
-use crate::hash::{Backend, BackendUnavailable, Block, Hasher, Prg, RandomnessError};
+use crate::hash::{Backend, BackendUnavailable, Block, GcHash, Hasher, Prg, RandomnessError};
 use crate::ot::{IknpReceiver, IknpSender, OtError};
 use crate::program::Program;
 
-/// Protocol magic and version.
-pub const MAGIC: [u8; 8] = *b"CCGC\x00\x02\x00\x00";
+/// Protocol magic and version (3: the header names the garbling hash and
+/// carries MITCCRH's seed, and the Result stage has the output check).
+pub const MAGIC: [u8; 8] = *b"CCGC\x00\x03\x00\x00";
 
 /// Bytes of the header each party sends per computation: [`MAGIC`], the
-/// circuit digest, the number of evaluations and the computation's index in
-/// the session.
-pub const HEADER_BYTES: usize = 56;
+/// circuit digest, the number of evaluations, the computation's index in the
+/// session, the hash's id ([`GcHash::id`]) and the 16-byte seed (zero for the
+/// fixed-key hash).
+pub const HEADER_BYTES: usize = 80;
 
 /// Which side of the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,6 +158,8 @@ pub struct SessionReport {
     pub evaluations: u64,
     /// The AES backend of the hash.
     pub backend: Backend,
+    /// The garbling hash.
+    pub hash: GcHash,
     /// One entry per [`Stage`], in order.
     pub stages: Vec<StageReport>,
     /// Statistics of the circuit (one evaluation).
@@ -225,6 +236,9 @@ pub struct SessionOptions {
     /// paces its bytes to stay within the channel's per-read timeout still cannot keep the
     /// session alive past it. `None` leaves the channel's own deadline, if any.
     pub deadline: Option<Deadline>,
+    /// The garbling hash (default: [`GcHash::Mitccrh`]). Both parties must
+    /// choose the same one: the header carries it.
+    pub hash: GcHash,
 }
 
 impl Default for SessionOptions {
@@ -232,6 +246,7 @@ impl Default for SessionOptions {
         SessionOptions {
             backend: Backend::detect(),
             deadline: None,
+            hash: GcHash::default(),
         }
     }
 }
@@ -280,6 +295,35 @@ pub enum SessionError {
     /// The requested AES backend is missing.
     #[error(transparent)]
     Backend(#[from] BackendUnavailable),
+    /// The peer garbles with another hash.
+    #[error(
+        "we garble with the {ours} hash, the peer with {peer}: both parties need the same --hash"
+    )]
+    HashMismatch {
+        /// Ours.
+        ours: GcHash,
+        /// The peer's.
+        peer: GcHash,
+    },
+    /// The peer's header names a hash this build does not know.
+    #[error(
+        "the peer's header names garbling hash number {peer}, which this build does not know (we garble with {ours})"
+    )]
+    UnknownHash {
+        /// Ours.
+        ours: GcHash,
+        /// The number in the peer's header.
+        peer: u64,
+    },
+    /// An output label failed the garbler's output check: the outputs are
+    /// not accepted.
+    #[error("evaluation {evaluation}: {source}")]
+    OutputCheck {
+        /// Which evaluation.
+        evaluation: usize,
+        /// Which output.
+        source: gc::CheckFailed,
+    },
 }
 
 pub(crate) struct Stages {
@@ -372,11 +416,11 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
 /// What each party of a session must write to its transport, in bytes, derived from the
 /// protocol's messages and the circuit alone: `(garbler, evaluator)` for `n` evaluations.
 ///
-/// Garbler: the 56-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
+/// Garbler: the 80-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
 /// receiver); 16 bytes per evaluator input bit for the correlated OT extension; and per
 /// evaluation 16 bytes per garbler input bit (its labels), 32 bytes per AND gate (two
-/// half-gate ciphertexts) and one output-decoding bit per output wire, in whole bytes.
-/// Evaluator: the 56-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
+/// half-gate ciphertexts), one output-decoding bit per output wire, in whole bytes, and
+/// 16 bytes of output check per output wire. Evaluator: the 80-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
 /// 128 evaluator input bits (rounded up) per base OT; and the outputs, in whole bytes per
 /// evaluation. A session's measured socket counters are checked against these.
 pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
@@ -410,31 +454,84 @@ pub(crate) fn predicted_wire_bytes(
     } else {
         (16 * m, 16 * m.div_ceil(128) * kappa)
     };
-    let garbler = header + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out);
+    let check = (crate::gc::CHECK_BYTES * output_bits) as u64;
+    let garbler = header + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out + check);
     let evaluator = header + 32 + ot_evaluator + n * out;
     (garbler, evaluator)
 }
 
-fn header(prog: &Program, n: u64, seq: u64) -> Vec<u8> {
+/// What a header says beyond the circuit: the hash and its seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HashParams {
+    pub(crate) hash: GcHash,
+    /// MITCCRH's seed; zero for the fixed-key hash.
+    pub(crate) seed: Block,
+}
+
+impl HashParams {
+    /// The 24 header bytes: the hash's id, then the seed.
+    pub(crate) fn bytes(self) -> [u8; 24] {
+        let mut b = [0u8; 24];
+        b[..8].copy_from_slice(&self.hash.id().to_le_bytes());
+        b[8..].copy_from_slice(&self.seed.to_bytes());
+        b
+    }
+
+    /// Reads a peer's 24 header bytes: the hash it names must be `ours`.
+    /// Returns the peer's seed.
+    pub(crate) fn check(ours: GcHash, got: &[u8]) -> Result<Block, SessionError> {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&got[..8]);
+        let id = u64::from_le_bytes(b);
+        let peer = GcHash::from_id(id).ok_or(SessionError::UnknownHash { ours, peer: id })?;
+        if peer != ours {
+            return Err(SessionError::HashMismatch { ours, peer });
+        }
+        let mut s = [0u8; 16];
+        s.copy_from_slice(&got[8..24]);
+        Ok(Block::from_bytes(s))
+    }
+
+    /// The hasher these parameters describe.
+    pub(crate) fn hasher(self, backend: Backend) -> Result<Hasher, BackendUnavailable> {
+        Hasher::of(self.hash, self.seed, backend)
+    }
+}
+
+/// The hash of a new session: MITCCRH's seed drawn from `prg`, zero for the
+/// fixed-key hash.
+pub(crate) fn new_hash_params(hash: GcHash, prg: &mut Prg) -> HashParams {
+    let seed = match hash {
+        GcHash::Mitccrh => prg.block(),
+        GcHash::FixedKey => Block::ZERO,
+    };
+    HashParams { hash, seed }
+}
+
+fn header(prog: &Program, n: u64, seq: u64, hp: HashParams) -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER_BYTES);
     h.extend_from_slice(&MAGIC);
     h.extend_from_slice(&prog.digest());
     h.extend_from_slice(&n.to_le_bytes());
     h.extend_from_slice(&seq.to_le_bytes());
+    h.extend_from_slice(&hp.bytes());
     h
 }
 
+const BAD_MAGIC: &str = "bad magic: the peer is not a ccbench garble peer of this version";
+
+/// Checks a peer's header against ours (hash `hash`); returns the peer's seed.
 fn check_header(
     prog: &Program,
     n: u64,
     seq: u64,
+    hash: GcHash,
     got: &[u8; HEADER_BYTES],
-) -> Result<(), SessionError> {
+) -> Result<Block, SessionError> {
     if got[..8] != MAGIC {
-        return Err(SessionError::Protocol(
-            "bad magic: the peer is not a ccbench garble peer of this version",
-        ));
+        return Err(SessionError::Protocol(BAD_MAGIC));
     }
+    let seed = HashParams::check(hash, &got[56..80])?;
     if got[8..40] != prog.digest() {
         return Err(SessionError::CircuitMismatch);
     }
@@ -450,7 +547,7 @@ fn check_header(
             "the peer is at another computation of the session (set-up reused on one side only)",
         ));
     }
-    Ok(())
+    Ok(seed)
 }
 
 /// Where a party's clocks started: wall time, its thread's CPU time and its
@@ -482,7 +579,7 @@ fn report(
     role: Role,
     prog: &Program,
     n: u64,
-    backend: Backend,
+    hasher: &Hasher,
     stages: Stages,
     t0: Instant,
     moved: Counters,
@@ -492,7 +589,8 @@ fn report(
     SessionReport {
         role,
         evaluations: n,
-        backend,
+        backend: hasher.backend(),
+        hash: hasher.kind(),
         stages: stages.acc,
         circuit: prog.stats().clone(),
         label_slots: prog.num_slots(),
@@ -554,11 +652,14 @@ impl Sequence {
 /// that is sound). A computation that fails leaves the session unusable.
 pub struct GarblerSession {
     hasher: Hasher,
+    hash: HashParams,
     prg: Prg,
     delta: Block,
     ot: Option<IknpSender>,
     /// AND gates garbled so far in the session: the gate tweaks.
     counter: u64,
+    /// Outputs checked so far in the session: the output-check tweaks.
+    checks: u64,
     seq: Sequence,
     /// [`SessionOptions::deadline`].
     deadline: Option<Deadline>,
@@ -571,18 +672,21 @@ impl std::fmt::Debug for GarblerSession {
 }
 
 impl GarblerSession {
-    /// A session with fresh randomness (the global offset `R`).
+    /// A session with fresh randomness (the global offset `R` and, for
+    /// MITCCRH, the seed it sends in every computation's header).
     pub fn new(opts: &SessionOptions) -> Result<GarblerSession, SessionError> {
-        let hasher = Hasher::with_backend(opts.backend)?;
         let mut prg = Prg::from_os()?;
         let mut delta = prg.block();
         delta.0 |= 1;
+        let hash = new_hash_params(opts.hash, &mut prg);
         Ok(GarblerSession {
-            hasher,
+            hasher: hash.hasher(opts.backend)?,
+            hash,
             prg,
             delta,
             ot: None,
             counter: 0,
+            checks: 0,
             seq: Sequence::default(),
             deadline: opts.deadline,
         })
@@ -628,11 +732,15 @@ impl GarblerSession {
         let n = inputs.len() as u64;
 
         st.enter(Stage::Init, ch);
-        ch.send(&header(&prog, n, seq))?;
+        ch.send(&header(&prog, n, seq, self.hash))?;
         ch.flush()?;
         let mut ack = [0u8; HEADER_BYTES];
         ch.recv(&mut ack)?;
-        check_header(&prog, n, seq, &ack)?;
+        if check_header(&prog, n, seq, self.hash.hash, &ack)? != self.hash.seed {
+            return Err(SessionError::Protocol(
+                "the peer echoed another hash seed than ours",
+            ));
+        }
         let prg = &mut self.prg;
         let mut labels = vec![Block::ZERO; prog.label_capacity()];
 
@@ -670,7 +778,11 @@ impl GarblerSession {
             gc::garble_to(&prog, hasher, delta, &mut labels, counter, ch)?;
 
             st.enter(Stage::Result, ch);
-            ch.send(&bytes_from_bits(&gc::decode_bits(&prog, &labels)))?;
+            let mut msg = bytes_from_bits(&gc::decode_bits(&prog, &labels));
+            let outs: Vec<Block> = prog.outputs.iter().map(|&s| labels[s as usize]).collect();
+            gc::output_check(hasher, &outs, delta, self.checks, &mut msg);
+            self.checks += outs.len() as u64;
+            ch.send(&msg)?;
             // No flush per evaluation: the channel writes whenever its buffer
             // fills (every few evaluations in bulk mode), which costs fewer
             // system calls and wake-ups than one write per evaluation.
@@ -691,7 +803,7 @@ impl GarblerSession {
                 Role::Garbler,
                 &prog,
                 n,
-                hasher.backend(),
+                hasher,
                 st,
                 t0,
                 moved,
@@ -717,10 +829,13 @@ pub fn run_evaluator<C: Channel>(
 /// The evaluator's side of a session of several computations (see
 /// [`GarblerSession`]).
 pub struct EvaluatorSession {
-    hasher: Hasher,
+    opts: SessionOptions,
+    /// The hash, once the garbler's first header gave its seed.
+    hasher: Option<(Hasher, HashParams)>,
     prg: Prg,
     ot: Option<IknpReceiver>,
     counter: u64,
+    checks: u64,
     seq: Sequence,
     /// [`SessionOptions::deadline`].
     deadline: Option<Deadline>,
@@ -739,11 +854,16 @@ impl std::fmt::Debug for EvaluatorSession {
 impl EvaluatorSession {
     /// A session with fresh randomness.
     pub fn new(opts: &SessionOptions) -> Result<EvaluatorSession, SessionError> {
+        if !opts.backend.available() {
+            return Err(BackendUnavailable(opts.backend).into());
+        }
         Ok(EvaluatorSession {
-            hasher: Hasher::with_backend(opts.backend)?,
+            opts: *opts,
+            hasher: None,
             prg: Prg::from_os()?,
             ot: None,
             counter: 0,
+            checks: 0,
             seq: Sequence::default(),
             deadline: opts.deadline,
         })
@@ -781,7 +901,6 @@ impl EvaluatorSession {
         let c0 = Counters::of(ch);
         let mut st = Stages::new();
         st.enter(Stage::Load, ch);
-        let hasher = &self.hasher;
         check_inputs(inputs, Party::Evaluator, circuit.evaluator_input_bits())?;
         let tc = Instant::now();
         let prog = Program::compile(circuit);
@@ -791,9 +910,37 @@ impl EvaluatorSession {
         st.enter(Stage::Init, ch);
         let mut hdr = [0u8; HEADER_BYTES];
         ch.recv(&mut hdr)?;
-        check_header(&prog, n, seq, &hdr)?;
-        ch.send(&header(&prog, n, seq))?;
+        if hdr[..8] != MAGIC {
+            // Not a peer of this version: nothing to answer.
+            return Err(SessionError::Protocol(BAD_MAGIC));
+        }
+        // Answer before checking, so that the garbler reports a mismatch too,
+        // naming both sides' values; the seed goes back as received.
+        let ours = self.opts.hash;
+        let echo = match HashParams::check(ours, &hdr[56..80]) {
+            Ok(seed) => HashParams { hash: ours, seed },
+            Err(_) => HashParams {
+                hash: ours,
+                seed: Block::ZERO,
+            },
+        };
+        ch.send(&header(&prog, n, seq, echo))?;
         ch.flush()?;
+        let seed = check_header(&prog, n, seq, ours, &hdr)?;
+        let hp = HashParams { hash: ours, seed };
+        match &self.hasher {
+            None => self.hasher = Some((hp.hasher(self.opts.backend)?, hp)),
+            Some((_, first)) if *first != hp => {
+                return Err(SessionError::Protocol(
+                    "the garbler changed the hash seed within the session",
+                ));
+            }
+            Some(_) => {}
+        }
+        let hasher = match &self.hasher {
+            Some((h, _)) => h,
+            None => return Err(SessionError::Protocol("no hash")),
+        };
         let mut labels = vec![Block::ZERO; prog.label_capacity()];
 
         st.enter(Stage::OtInit, ch);
@@ -814,8 +961,10 @@ impl EvaluatorSession {
         let mut outputs = Vec::with_capacity(inputs.len());
         let gbits = prog.garbler_input_bits();
         let mut glabels = vec![0u8; 16 * gbits];
-        let mut dbytes = vec![0u8; prog.output_bits().div_ceil(8)];
-        let mut out_msg = Vec::with_capacity(dbytes.len() * inputs.len());
+        let dlen = prog.output_bits().div_ceil(8);
+        let mut dbytes = vec![0u8; dlen + gc::CHECK_BYTES * prog.output_bits()];
+        let mut outs = vec![Block::ZERO; prog.output_bits()];
+        let mut out_msg = Vec::with_capacity(dlen * inputs.len());
         for k in 0..inputs.len() {
             st.enter(Stage::PeerInputs, ch);
             ch.recv(&mut glabels)?;
@@ -833,7 +982,17 @@ impl EvaluatorSession {
 
             st.enter(Stage::Result, ch);
             ch.recv(&mut dbytes)?;
-            let d = bits_from_bytes(&dbytes, prog.output_bits());
+            for (o, &s) in outs.iter_mut().zip(&prog.outputs) {
+                *o = labels[s as usize];
+            }
+            gc::verify_check(hasher, &outs, self.checks, &dbytes[dlen..]).map_err(|source| {
+                SessionError::OutputCheck {
+                    evaluation: k,
+                    source,
+                }
+            })?;
+            self.checks += outs.len() as u64;
+            let d = bits_from_bytes(&dbytes[..dlen], prog.output_bits());
             let out = gc::decode(&prog, &labels, &d);
             out_msg.extend_from_slice(&bytes_from_bits(&out));
             outputs.push(out);
@@ -851,7 +1010,7 @@ impl EvaluatorSession {
                 Role::Evaluator,
                 &prog,
                 n,
-                hasher.backend(),
+                hasher,
                 st,
                 t0,
                 moved,

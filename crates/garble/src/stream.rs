@@ -21,11 +21,12 @@
 //!
 //! # Protocol
 //!
-//! As [`crate::session`] with one evaluation: Init (magic, digest), OT Init
-//! (base OTs), Peer Inputs (the evaluator's labels by OT extension, the
-//! garbler's sent directly), Garble (32 bytes per AND gate, streamed while
-//! the generator runs), Result (decoding bits to the evaluator, outputs
-//! back to the garbler). The Load stage is the counting pass that computes
+//! As [`crate::session`] with one evaluation: Init (magic, digest, the
+//! garbling hash and MITCCRH's seed), OT Init (base OTs), Peer Inputs (the
+//! evaluator's labels by OT extension, the garbler's sent directly), Garble
+//! (32 bytes per AND gate, streamed while the generator runs), Result
+//! (decoding bits and the output check to the evaluator, outputs back to the
+//! garbler). The Load stage is the counting pass that computes
 //! the digest and the table-byte total.
 
 use std::time::{Duration, Instant};
@@ -37,15 +38,14 @@ use crate::generator::{self, Gen, GenStats, Generator, Sub, W, Word};
 use crate::hash::{Block, Hasher, Prg};
 use crate::ot::{IknpReceiver, IknpSender};
 use crate::session::{
-    Clocks, Counters, Role, SessionError, SessionOptions, SessionOutput, SessionReport, Stage,
-    Stages, apply_deadline,
+    Clocks, Counters, HashParams, Role, SessionError, SessionOptions, SessionOutput, SessionReport,
+    Stage, Stages, apply_deadline, new_hash_params,
 };
 
-/// Protocol magic of generated-circuit sessions.
-pub const MAGIC: [u8; 8] = *b"CCGS\x00\x01\x00\x00";
-
-/// Bytes of the header each party sends at Init: [`MAGIC`] and the circuit digest.
-pub const HEADER_BYTES: usize = 40;
+/// Protocol magic of generated-circuit sessions (version 2: the header names
+/// the garbling hash and carries MITCCRH's seed, and the Result stage has the
+/// output check).
+pub const MAGIC: [u8; 8] = *b"CCGS\x00\x02\x00\x00";
 
 #[inline(always)]
 fn put(buf: &mut [u8], b: Block) {
@@ -351,11 +351,16 @@ impl<E> Gen for StreamEvaluator<'_, E> {
     }
 }
 
+/// Bytes of the header each party sends at Init: [`MAGIC`], the circuit's digest, the
+/// hash's id and the seed (zero for the fixed-key hash).
+pub const HEADER_BYTES: usize = 64;
+
 /// What each party of a session over `c` must write to its transport, in bytes, from the
 /// protocol's messages alone: `(garbler, evaluator)`, with `and_gates` the AND gates the
 /// generator emits ([`generator::stats`]). The same messages as
 /// [`crate::session::expected_wire_bytes`] for one evaluation, with this protocol's
-/// 40-byte header. A session's socket counters are checked against it.
+/// 64-byte header. (An output that folded to a constant has no check bytes, so this
+/// assumes none did, as for every circuit the generators build.) A session's socket counters are checked against it.
 pub fn expected_wire_bytes<G: Generator>(c: &G, and_gates: u64) -> (u64, u64) {
     crate::session::predicted_wire_bytes(
         HEADER_BYTES as u64,
@@ -367,23 +372,41 @@ pub fn expected_wire_bytes<G: Generator>(c: &G, and_gates: u64) -> (u64, u64) {
     )
 }
 
-fn header(digest: &[u8; 32]) -> [u8; HEADER_BYTES] {
+fn header(digest: &[u8; 32], hp: HashParams) -> [u8; HEADER_BYTES] {
     let mut h = [0u8; HEADER_BYTES];
     h[..8].copy_from_slice(&MAGIC);
-    h[8..].copy_from_slice(digest);
+    h[8..40].copy_from_slice(digest);
+    h[40..].copy_from_slice(&hp.bytes());
     h
 }
 
-fn check_header(digest: &[u8; 32], got: &[u8; HEADER_BYTES]) -> Result<(), SessionError> {
+const BAD_MAGIC: &str =
+    "bad magic: the peer is not a ccbench generated-circuit peer of this version";
+
+/// Checks a peer's header against ours (hash `hash`); returns the peer's seed.
+fn check_header(
+    digest: &[u8; 32],
+    hash: crate::hash::GcHash,
+    got: &[u8; HEADER_BYTES],
+) -> Result<Block, SessionError> {
     if got[..8] != MAGIC {
-        return Err(SessionError::Protocol(
-            "bad magic: the peer is not a ccbench generated-circuit peer",
-        ));
+        return Err(SessionError::Protocol(BAD_MAGIC));
     }
-    if got[8..] != digest[..] {
+    let seed = HashParams::check(hash, &got[40..])?;
+    if got[8..40] != digest[..] {
         return Err(SessionError::CircuitMismatch);
     }
-    Ok(())
+    Ok(seed)
+}
+
+/// The zero labels of the outputs that are not constants (only those are checked).
+fn output_labels(out: &[W<Block>]) -> Vec<Block> {
+    out.iter()
+        .filter_map(|w| match *w {
+            W::C(_) => None,
+            W::V(l) => Some(l),
+        })
+        .collect()
 }
 
 fn check_input(bits: &[bool], party: Party, expected: usize) -> Result<(), SessionError> {
@@ -424,6 +447,7 @@ fn report(
         role,
         evaluations: 1,
         backend: hasher.backend(),
+        hash: hasher.kind(),
         stages: st.acc,
         circuit: stats.stats.clone(),
         // Labels live in the generator's values; no slot array.
@@ -453,19 +477,24 @@ pub fn run_garbler<C: Channel, G: Generator>(
     let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
-    let hasher = Hasher::with_backend(opts.backend)?;
+    let mut prg = Prg::from_os()?;
+    let mut delta = prg.block();
+    delta.0 |= 1;
+    let hp = new_hash_params(opts.hash, &mut prg);
+    let hasher = hp.hasher(opts.backend)?;
     check_input(input, Party::Garbler, c.garbler_input_bits())?;
     let stats = generator::stats(c);
 
     st.enter(Stage::Init, ch);
-    ch.send(&header(&stats.digest))?;
+    ch.send(&header(&stats.digest, hp))?;
     ch.flush()?;
     let mut ack = [0u8; HEADER_BYTES];
     ch.recv(&mut ack)?;
-    check_header(&stats.digest, &ack)?;
-    let mut prg = Prg::from_os()?;
-    let mut delta = prg.block();
-    delta.0 |= 1;
+    if check_header(&stats.digest, hp.hash, &ack)? != hp.seed {
+        return Err(SessionError::Protocol(
+            "the peer echoed another hash seed than ours",
+        ));
+    }
 
     st.enter(Stage::OtInit, ch);
     let mut ot = IknpSender::setup(ch, &mut prg)?;
@@ -490,7 +519,9 @@ pub fn run_garbler<C: Channel, G: Generator>(
     g.finish()?;
 
     st.enter(Stage::Result, ch);
-    ch.send(&bytes_from_bits(&decode_bits(&out)))?;
+    let mut msg = bytes_from_bits(&decode_bits(&out));
+    crate::gc::output_check(&hasher, &output_labels(&out), delta, 0, &mut msg);
+    ch.send(&msg)?;
     ch.flush()?;
     let mut back = vec![0u8; out.len().div_ceil(8)];
     ch.recv(&mut back)?;
@@ -524,7 +555,9 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     let c0 = Counters::of(ch);
     let mut st = Stages::new();
     st.enter(Stage::Load, ch);
-    let hasher = Hasher::with_backend(opts.backend)?;
+    if !opts.backend.available() {
+        return Err(crate::hash::BackendUnavailable(opts.backend).into());
+    }
     check_input(input, Party::Evaluator, c.evaluator_input_bits())?;
     let stats = generator::stats(c);
 
@@ -533,14 +566,19 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     ch.recv(&mut hdr)?;
     if hdr[..8] != MAGIC {
         // Not a ccbench peer: nothing to answer.
-        return Err(SessionError::Protocol(
-            "bad magic: the peer is not a ccbench generated-circuit peer",
-        ));
+        return Err(SessionError::Protocol(BAD_MAGIC));
     }
-    // Answer before checking the digest, so that a mismatch is reported on both sides.
-    ch.send(&header(&stats.digest))?;
+    // Answer before checking, so that a mismatch is reported on both sides; the
+    // seed goes back as received.
+    let seed = HashParams::check(opts.hash, &hdr[40..]).unwrap_or(Block::ZERO);
+    let hp = HashParams {
+        hash: opts.hash,
+        seed,
+    };
+    ch.send(&header(&stats.digest, hp))?;
     ch.flush()?;
-    check_header(&stats.digest, &hdr)?;
+    check_header(&stats.digest, opts.hash, &hdr)?;
+    let hasher = hp.hasher(opts.backend)?;
     let mut prg = Prg::from_os()?;
 
     st.enter(Stage::OtInit, ch);
@@ -567,9 +605,17 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     }
 
     st.enter(Stage::Result, ch);
-    let mut dbytes = vec![0u8; out.len().div_ceil(8)];
+    let labels = output_labels(&out);
+    let dlen = out.len().div_ceil(8);
+    let mut dbytes = vec![0u8; dlen + crate::gc::CHECK_BYTES * labels.len()];
     ch.recv(&mut dbytes)?;
-    let d = bits_from_bytes(&dbytes, out.len());
+    crate::gc::verify_check(&hasher, &labels, 0, &dbytes[dlen..]).map_err(|source| {
+        SessionError::OutputCheck {
+            evaluation: 0,
+            source,
+        }
+    })?;
+    let d = bits_from_bytes(&dbytes[..dlen], out.len());
     let outputs: Vec<bool> = out
         .iter()
         .zip(&d)
@@ -754,6 +800,45 @@ mod tests {
         });
         assert!(matches!(g, Err(SessionError::CircuitMismatch)), "{g:?}");
         assert!(matches!(e, Err(SessionError::CircuitMismatch)), "{e:?}");
+    }
+
+    /// Different hashes: a typed error on both sides naming both; and both
+    /// hashes sign the same (the fixed-key one too).
+    #[test]
+    fn different_hashes_are_refused_on_both_sides() {
+        use crate::hash::GcHash;
+        let (a, b) = inputs();
+        let want = eval_plain(&Sha, &a, &b);
+        for (gh, eh) in [
+            (GcHash::Mitccrh, GcHash::FixedKey),
+            (GcHash::FixedKey, GcHash::Mitccrh),
+            (GcHash::FixedKey, GcHash::FixedKey),
+        ] {
+            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+            let go = SessionOptions {
+                hash: gh,
+                ..SessionOptions::default()
+            };
+            let eo = SessionOptions { hash: eh, ..go };
+            let (g, e) = std::thread::scope(|s| {
+                let e = s.spawn(|| run_evaluator(&mut y, &Sha, &b, &eo));
+                let g = run_garbler(&mut x, &Sha, &a, &go);
+                (g, e.join().unwrap())
+            });
+            if gh == eh {
+                assert_eq!(g.unwrap().outputs[0], want);
+                assert_eq!(e.unwrap().outputs[0], want);
+                continue;
+            }
+            assert!(
+                matches!(g, Err(SessionError::HashMismatch { ours, peer }) if ours == gh && peer == eh),
+                "{g:?}"
+            );
+            assert!(
+                matches!(e, Err(SessionError::HashMismatch { ours, peer }) if ours == eh && peer == gh),
+                "{e:?}"
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use garble::channel::{Channel, ChannelError, Deadline, TcpChannel, mem_pair};
 use garble::circuit::bits_from_bytes;
 use garble::gc;
-use garble::hash::{Backend, Hasher, Prg};
+use garble::hash::{Backend, GcHash, Hasher, Prg};
 use garble::program::Program;
 use garble::session::{
     EvaluatorSession, GarblerSession, HEADER_BYTES, SessionError, SessionOptions, Stage,
@@ -42,11 +42,18 @@ fn two_party(
 #[test]
 fn library_circuits_two_party() {
     let mut prg = Prg::from_seed([11; 16]);
-    for (c, be) in [
-        (library::aes128(), Backend::detect()),
-        (library::aes128(), Backend::Portable),
-        (library::sha256_compress(), Backend::detect()),
-        (library::mul(256), Backend::detect()),
+    for (c, be, hash) in [
+        (library::aes128(), Backend::detect(), GcHash::Mitccrh),
+        (library::aes128(), Backend::detect(), GcHash::FixedKey),
+        (library::aes128(), Backend::Portable, GcHash::Mitccrh),
+        (library::aes128(), Backend::Portable, GcHash::FixedKey),
+        (
+            library::sha256_compress(),
+            Backend::detect(),
+            GcHash::Mitccrh,
+        ),
+        (library::mul(256), Backend::detect(), GcHash::Mitccrh),
+        (library::mul(256), Backend::detect(), GcHash::FixedKey),
     ] {
         let n = 3;
         let g: Vec<Vec<bool>> = (0..n)
@@ -55,21 +62,19 @@ fn library_circuits_two_party() {
         let e: Vec<Vec<bool>> = (0..n)
             .map(|_| random_bits(&mut prg, c.evaluator_input_bits()))
             .collect();
-        let (go, eo) = two_party(
-            &c,
-            g.clone(),
-            e.clone(),
-            SessionOptions {
-                backend: be,
-                ..SessionOptions::default()
-            },
-        );
+        let opts = SessionOptions {
+            backend: be,
+            hash,
+            ..SessionOptions::default()
+        };
+        let (go, eo) = two_party(&c, g.clone(), e.clone(), opts);
         for i in 0..n {
             let want = c.eval(&g[i], &e[i]).unwrap();
             assert_eq!(go.outputs[i], want);
             assert_eq!(eo.outputs[i], want);
         }
         let r = &go.report;
+        assert_eq!((r.hash, eo.report.hash), (hash, hash));
         assert_eq!(r.evaluations, n as u64);
         assert_eq!(r.table_bytes, 32 * c.stats().and_gates() * n as u64);
         // Exactly the tables are sent during Garble.
@@ -201,8 +206,8 @@ fn tcp_loopback_bulk() {
 
 /// Over real TCP, exactly 32 bytes per AND gate cross the wire while
 /// garbling; besides them only the input labels (16 bytes per garbler bit,
-/// 16 + 16 per evaluator bit by OT extension), the base OTs, the header and
-/// the output bits.
+/// 16 + 16 per evaluator bit by OT extension), the base OTs, the header, the
+/// output bits and the output check.
 #[test]
 fn tcp_wire_bytes_are_exact() {
     for (c, n) in [(library::aes128(), 3u64), (library::sha256_compress(), 2)] {
@@ -214,7 +219,9 @@ fn tcp_wire_bytes_are_exact() {
             c.garbler_input_bits() as u64,
             c.evaluator_input_bits() as u64,
         );
+        // Decoding bits, then two 8-byte tags per output.
         let out = c.output_bits().div_ceil(8) as u64;
+        let check = 16 * c.output_bits() as u64;
         assert_eq!(r.table_bytes_per_and(), 32.0);
         // The sockets' own counters: everything the protocol sent crossed the wire, and
         // exactly what its messages predict.
@@ -232,12 +239,12 @@ fn tcp_wire_bytes_are_exact() {
         assert_eq!(g.stage(Stage::Init).bytes_sent, HEADER_BYTES as u64);
         assert_eq!(g.stage(Stage::PeerInputs).bytes_sent, n * 16 * (gb + eb));
         assert_eq!(g.stage(Stage::PeerInputs).bytes_received, n * 16 * eb);
-        assert_eq!(g.stage(Stage::Result).bytes_sent, n * out);
+        assert_eq!(g.stage(Stage::Result).bytes_sent, n * (out + check));
         assert_eq!(g.stage(Stage::Result).bytes_received, n * out);
         let ot = g.stage(Stage::OtInit).bytes_sent;
         assert_eq!(
             g.bytes_sent,
-            HEADER_BYTES as u64 + ot + n * (16 * (gb + eb) + 32 * and + out),
+            HEADER_BYTES as u64 + ot + n * (16 * (gb + eb) + 32 * and + out + check),
             "nothing else is sent"
         );
         assert_eq!(g.bytes_sent, e.bytes_received);
@@ -528,4 +535,153 @@ fn a_trickling_peer_cannot_stretch_a_session_past_its_deadline() {
         );
     }
     forward.join().unwrap();
+}
+
+/// Parties with different hashes fail at the header, each with a typed error
+/// naming both hashes; so do both parties of a generated-circuit session.
+#[test]
+fn different_hashes_fail_at_the_header_on_both_sides() {
+    for (gh, eh) in [
+        (GcHash::Mitccrh, GcHash::FixedKey),
+        (GcHash::FixedKey, GcHash::Mitccrh),
+    ] {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        let t = std::thread::spawn(move || {
+            let opts = SessionOptions {
+                hash: eh,
+                ..SessionOptions::default()
+            };
+            run_evaluator(&mut b, &library::mul(8), &[vec![true; 8]], &opts)
+        });
+        let opts = SessionOptions {
+            hash: gh,
+            ..SessionOptions::default()
+        };
+        let g = run_garbler(&mut a, &library::mul(8), &[vec![false; 8]], &opts);
+        let e = t.join().unwrap();
+        assert!(
+            matches!(g, Err(SessionError::HashMismatch { ours, peer }) if ours == gh && peer == eh),
+            "{g:?}"
+        );
+        assert!(
+            matches!(e, Err(SessionError::HashMismatch { ours, peer }) if ours == eh && peer == gh),
+            "{e:?}"
+        );
+        let msg = e.unwrap_err().to_string();
+        assert!(msg.contains(gh.name()) && msg.contains(eh.name()), "{msg}");
+    }
+}
+
+/// A header naming a hash this build does not know: a typed error naming
+/// the number and our hash.
+#[test]
+fn an_unknown_hash_in_the_header_is_a_typed_error() {
+    let c = library::mul(8);
+    let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+    let t = std::thread::spawn(move || {
+        run_evaluator(
+            &mut b,
+            &library::mul(8),
+            &[vec![true; 8]],
+            &SessionOptions::default(),
+        )
+    });
+    // A real garbler's header with the hash number replaced.
+    let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+    let g = std::thread::spawn(move || {
+        let _ = run_garbler(&mut x, &c, &[vec![false; 8]], &SessionOptions::default());
+    });
+    let mut hdr = [0u8; HEADER_BYTES];
+    y.recv(&mut hdr).unwrap();
+    hdr[56..64].copy_from_slice(&77u64.to_le_bytes());
+    a.send(&hdr).unwrap();
+    a.flush().unwrap();
+    let e = t.join().unwrap();
+    drop(y);
+    let _ = g.join();
+    assert!(
+        matches!(
+            e,
+            Err(SessionError::UnknownHash {
+                ours: GcHash::Mitccrh,
+                peer: 77
+            })
+        ),
+        "{e:?}"
+    );
+}
+
+/// A channel that changes one byte of what it receives at stream offset
+/// `at_recv` and one of what it sends at `at_send` (XOR with 1).
+struct Flip<C> {
+    inner: C,
+    at_recv: u64,
+    at_send: u64,
+    received: u64,
+    sent: u64,
+}
+
+impl<C: Channel> Channel for Flip<C> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
+        let mut d = data.to_vec();
+        let (lo, hi) = (self.sent, self.sent + data.len() as u64);
+        if (lo..hi).contains(&self.at_send) {
+            d[(self.at_send - lo) as usize] ^= 1;
+        }
+        self.sent = hi;
+        self.inner.send(&d)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError> {
+        self.inner.recv(buf)?;
+        let (lo, hi) = (self.received, self.received + buf.len() as u64);
+        if (lo..hi).contains(&self.at_recv) {
+            buf[(self.at_recv - lo) as usize] ^= 1;
+        }
+        self.received = hi;
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), ChannelError> {
+        self.inner.flush()
+    }
+    fn bytes_sent(&self) -> u64 {
+        self.inner.bytes_sent()
+    }
+    fn bytes_received(&self) -> u64 {
+        self.inner.bytes_received()
+    }
+}
+
+/// An evaluator that garbles under another MITCCRH seed than the garbler (its
+/// channel changes one bit of the seed in the garbler's header, and changes
+/// it back in the echo, as a bug between the header and the hash would):
+/// every run ends in a typed output-check error, never in accepted outputs.
+#[test]
+fn a_seed_that_differs_between_the_parties_is_never_accepted() {
+    for c in [
+        library::aes128(),
+        library::sha256_compress(),
+        library::mul(64),
+    ] {
+        let (a, b) = mem_pair(Duration::from_secs(10));
+        let mut b = Flip {
+            inner: b,
+            at_recv: 64,
+            at_send: 64,
+            received: 0,
+            sent: 0,
+        };
+        let mut a = a;
+        let (gi, ei) = (c.garbler_input_bits(), c.evaluator_input_bits());
+        let c2 = c.clone();
+        let t = std::thread::spawn(move || {
+            run_evaluator(&mut b, &c2, &[vec![true; ei]], &SessionOptions::default())
+        });
+        let g = run_garbler(&mut a, &c, &[vec![false; gi]], &SessionOptions::default());
+        let e = t.join().unwrap();
+        assert!(
+            matches!(e, Err(SessionError::OutputCheck { evaluation: 0, .. })),
+            "{e:?}"
+        );
+        assert!(g.is_err(), "the garbler gets no outputs either: {g:?}");
+    }
 }

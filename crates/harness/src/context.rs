@@ -65,6 +65,10 @@ pub struct RunOptions {
     pub platform_key_dir: Option<PathBuf>,
     /// Circuits of the user's (`--circuit`) that `gc-2pc` measures instead of its own.
     pub circuits: Vec<CircuitChoice>,
+    /// The garbling hash of the two-party scenarios (`--hash`: `mitccrh` or `fixed-key`, by
+    /// name; the scenarios map and check it). `None`: each scenario's default (MITCCRH for the
+    /// sessions, and `gc-2pc` also measures the other hash beside it).
+    pub gc_hash: Option<String>,
     /// How long one ecall into a sandboxed enclave started through
     /// [`crate::boundary::Config::builder`] may take before the call fails and the enclave
     /// is ended (a service that never returns must not hang the run); `None`: no limit.
@@ -100,6 +104,7 @@ impl RunOptions {
             sampler: None,
             platform_key_dir: None,
             circuits: Vec::new(),
+            gc_hash: None,
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }

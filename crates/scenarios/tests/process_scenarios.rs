@@ -299,11 +299,27 @@ fn aes_two_party_between_processes() {
     // FIPS-197 appendix C.1: the garbler holds the key, the evaluator the plaintext.
     let key: Vec<u8> = (0u8..16).collect();
     let plain: Vec<u8> = (0u8..16).map(|i| i * 0x11).collect();
-    let r = scenarios::gc2pc::two_party("aes128", &c, &key, &plain, 1).unwrap();
+    let r = scenarios::gc2pc::two_party(
+        "aes128",
+        &c,
+        &key,
+        &plain,
+        1,
+        garble::hash::GcHash::default(),
+    )
+    .unwrap();
     assert_eq!(r.evaluations, 1);
     assert_eq!(r.and_gates(), c.stats().and_gates());
     // Bulk: 3 evaluations in one session, 32 bytes per AND while garbling.
-    let r = scenarios::gc2pc::two_party("aes128", &c, &key, &plain, 3).unwrap();
+    let r = scenarios::gc2pc::two_party(
+        "aes128",
+        &c,
+        &key,
+        &plain,
+        3,
+        garble::hash::GcHash::default(),
+    )
+    .unwrap();
     let garble = r.stage(garble::session::Stage::Garble);
     assert_eq!(garble.bytes_sent, 32 * 3 * c.stats().and_gates());
     // What crossed the garbler's socket is what the protocol predicts.
@@ -311,7 +327,9 @@ fn aes_two_party_between_processes() {
     assert_eq!(r.wire_bytes_sent, want);
     // An evaluator that cannot run the circuit fails the session on both sides, quickly.
     let start = std::time::Instant::now();
-    let err = scenarios::gc2pc::two_party("mul8", &c, &key, &plain, 1).unwrap_err();
+    let err =
+        scenarios::gc2pc::two_party("mul8", &c, &key, &plain, 1, garble::hash::GcHash::default())
+            .unwrap_err();
     assert!(err.to_string().contains("evaluator"), "{err}");
     assert!(
         start.elapsed() < Duration::from_secs(30),
@@ -378,7 +396,14 @@ fn evaluator_inputs_stay_out_of_environment_and_command_line() {
     garble::hash::Prg::from_os().unwrap().bytes(&mut secret);
     let secret_hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
     let (r, seen) = watching_children("CCBENCH_GC_EVALUATOR=", || {
-        scenarios::gc2pc::two_party("aes128", &c, &key, &secret, 300)
+        scenarios::gc2pc::two_party(
+            "aes128",
+            &c,
+            &key,
+            &secret,
+            300,
+            garble::hash::GcHash::default(),
+        )
     });
     r.unwrap();
     assert!(!seen.is_empty(), "the evaluator process was never seen");
@@ -394,7 +419,11 @@ fn evaluator_inputs_stay_out_of_environment_and_command_line() {
         .map(|b| format!("{b:02x}"))
         .collect();
     let (r, seen) = watching_children("CCBENCH_ED25519_EVALUATOR=", || {
-        scenarios::ed25519_2pc::two_party(&garble::ed25519::Ed25519Sign::PUBLISHED, &inputs)
+        scenarios::ed25519_2pc::two_party(
+            &garble::ed25519::Ed25519Sign::PUBLISHED,
+            &inputs,
+            garble::hash::GcHash::default(),
+        )
     });
     r.map(|_| ()).unwrap();
     assert!(!seen.is_empty(), "the evaluator process was never seen");

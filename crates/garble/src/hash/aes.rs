@@ -42,6 +42,7 @@ impl Backend {
             Backend::AesNi => {
                 std::arch::is_x86_feature_detected!("aes")
                     && std::arch::is_x86_feature_detected!("sse2")
+                    && std::arch::is_x86_feature_detected!("ssse3")
             }
             #[cfg(not(target_arch = "x86_64"))]
             Backend::AesNi => false,
@@ -52,8 +53,8 @@ impl Backend {
 /// The expanded key of one backend.
 #[derive(Clone)]
 pub(super) enum Keys {
-    /// AES-NI: the 11 round keys as bytes, and whether 256-bit VAES (with
-    /// AVX2) is present.
+    /// AES-NI (with SSSE3, which every AES-NI CPU has): the 11 round keys as
+    /// bytes, and whether 256-bit VAES (with AVX2) is present.
     Ni {
         /// Round keys, FIPS-197 byte order.
         rk: [[u8; 16]; 11],
@@ -87,7 +88,7 @@ pub const FIXED_KEY: [u8; 16] = [
 ];
 
 /// The FIPS-197 key expansion, bytewise (AES-NI loads these round keys).
-fn expand_key(key: [u8; 16]) -> [[u8; 16]; 11] {
+pub(super) fn expand_key(key: [u8; 16]) -> [[u8; 16]; 11] {
     let mut rk = [[0u8; 16]; 11];
     rk[0] = key;
     let mut rcon = 1u8;

@@ -35,9 +35,18 @@ type State = [u64; 8];
 
 /// Fully bitsliced AES-128 key schedule to match the fully-fixsliced representation.
 pub(super) fn aes128_key_schedule(key: &[u8; 16]) -> Keys {
+    aes128_key_schedule4(&[*key; 4])
+}
+
+/// The key schedules of four keys at once, one per block slot: block `i` of
+/// [`aes128_encrypt`] is then encrypted under `keys[i]`. (Not in the
+/// original: every step of the schedule and of the rounds keeps each block's
+/// bits in its own slot, the low two bits of a bit index, so the slots are
+/// independent; the known-answer tests of `hash` check it.)
+pub(super) fn aes128_key_schedule4(keys: &[[u8; 16]; 4]) -> Keys {
     let mut rkeys = [0u64; 88];
 
-    bitslice(&mut rkeys[..8], key, key, key, key);
+    bitslice(&mut rkeys[..8], &keys[0], &keys[1], &keys[2], &keys[3]);
 
     let mut rk_off = 0;
     for rcon in 0..10 {

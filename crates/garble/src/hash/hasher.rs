@@ -1,30 +1,65 @@
-//! [`Hasher`]: the garbling hash `H(x, i)` (fixed-key AES, see the module
-//! documentation of [`super`]), and the fused half-gates kernels that
+//! [`Hasher`]: the garbling hash `H(x, t)`, fixed-key or MITCCRH (see the
+//! module documentation of [`super`]), and the fused half-gates kernels that
 //! compute it inside the AND gate when the CPU has VAES.
 
 #[cfg(target_arch = "x86_64")]
 use super::ni;
-use super::{Aes128, Backend, BackendUnavailable, Block, FIXED_KEY};
+use super::{Aes128, Backend, BackendUnavailable, Block, FIXED_KEY, GcHash, portable};
 
-/// The garbling hash: [`Aes128::tccr`] under [`FIXED_KEY`].
+/// The garbling hash of a session: [`Aes128::tccr`] under [`FIXED_KEY`]
+/// ([`GcHash::FixedKey`]), or MITCCRH under a session seed
+/// ([`GcHash::Mitccrh`]).
 #[derive(Clone, Debug)]
 pub struct Hasher {
+    /// The fixed-key cipher; for MITCCRH only its backend (and VAES flag) is
+    /// used.
     aes: Aes128,
+    /// MITCCRH's session seed; `None` for the fixed-key hash.
+    seed: Option<Block>,
 }
 
 impl Hasher {
-    /// The hash with the detected backend.
+    /// The fixed-key hash with the detected backend.
     pub fn new() -> Hasher {
         Hasher {
             aes: Aes128::new(FIXED_KEY),
+            seed: None,
         }
     }
 
-    /// The hash with a chosen backend.
+    /// The fixed-key hash with a chosen backend.
     pub fn with_backend(backend: Backend) -> Result<Hasher, BackendUnavailable> {
+        Hasher::of(GcHash::FixedKey, Block::ZERO, backend)
+    }
+
+    /// MITCCRH under the session seed `seed` with a chosen backend.
+    pub fn mitccrh(seed: Block, backend: Backend) -> Result<Hasher, BackendUnavailable> {
+        Hasher::of(GcHash::Mitccrh, seed, backend)
+    }
+
+    /// The hash `kind` with a chosen backend; `seed` is MITCCRH's session seed
+    /// (ignored by the fixed-key hash).
+    pub fn of(kind: GcHash, seed: Block, backend: Backend) -> Result<Hasher, BackendUnavailable> {
         Ok(Hasher {
             aes: Aes128::with_backend(FIXED_KEY, backend)?,
+            seed: match kind {
+                GcHash::FixedKey => None,
+                GcHash::Mitccrh => Some(seed),
+            },
         })
+    }
+
+    /// Which hash this is.
+    pub fn kind(&self) -> GcHash {
+        match self.seed {
+            None => GcHash::FixedKey,
+            Some(_) => GcHash::Mitccrh,
+        }
+    }
+
+    /// MITCCRH's session seed (`None` for the fixed-key hash).
+    pub fn seed(&self) -> Option<Block> {
+        self.seed
     }
 
     /// The backend in use.
@@ -37,10 +72,23 @@ impl Hasher {
         self.aes.no_vaes();
     }
 
-    /// `xs[i] = H(xs[i], tweaks[i])`.
+    /// `xs[i] = H(xs[i], tweaks[i])`. `tweaks` must be at least as long as
+    /// `xs`.
     #[inline]
     pub fn hash(&self, xs: &mut [Block], tweaks: &[Block]) {
-        self.aes.tccr(xs, tweaks)
+        let Some(seed) = self.seed else {
+            return self.aes.tccr(xs, tweaks);
+        };
+        let tweaks = &tweaks[..xs.len()];
+        match self.backend() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the AES-NI backend exists only where `Backend::available`
+            // found AES-NI, SSE2 and SSSE3 at run time.
+            Backend::AesNi => unsafe { ni::mitccrh(seed, xs, tweaks) },
+            #[cfg(not(target_arch = "x86_64"))]
+            Backend::AesNi => unreachable!("AES-NI is never available off x86-64"),
+            Backend::Portable => portable::mitccrh(seed, xs, tweaks),
+        }
     }
 
     /// Whether the fused VAES half-gates kernels ([`Hasher::garble_ands`],
@@ -71,10 +119,13 @@ impl Hasher {
     ) {
         let rk = self.aes.vaes_keys().expect("no VAES");
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `vaes_keys` is `Some` only when AES-NI, AVX2 and VAES were
-        // detected at run time.
+        // SAFETY: `vaes_keys` is `Some` only when AES-NI, SSSE3, AVX2 and VAES
+        // were detected at run time.
         unsafe {
-            ni::garble_ands(rk, delta, a0, b0, gate, tables, out)
+            match self.seed {
+                None => ni::garble_ands(rk, delta, a0, b0, gate, tables, out),
+                Some(s) => ni::garble_ands_mi(s, delta, a0, b0, gate, tables, out),
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (rk, delta, a0, b0, gate, tables, out);
@@ -101,7 +152,10 @@ impl Hasher {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `garble_ands`.
         unsafe {
-            ni::eval_ands(rk, wa, wb, gate, tables, out)
+            match self.seed {
+                None => ni::eval_ands(rk, wa, wb, gate, tables, out),
+                Some(s) => ni::eval_ands_mi(s, wa, wb, gate, tables, out),
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (rk, wa, wb, gate, tables, out);
@@ -132,7 +186,10 @@ impl Hasher {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `garble_ands`.
         unsafe {
-            ni::garble_run(rk, delta, labels, run, gate, tables)
+            match self.seed {
+                None => ni::garble_run(rk, delta, labels, run, gate, tables),
+                Some(s) => ni::garble_run_mi(s, delta, labels, run, gate, tables),
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (rk, delta, labels, run, gate, tables);
@@ -156,7 +213,10 @@ impl Hasher {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `garble_ands`.
         unsafe {
-            ni::eval_run(rk, labels, run, gate, tables)
+            match self.seed {
+                None => ni::eval_run(rk, labels, run, gate, tables),
+                Some(s) => ni::eval_run_mi(s, labels, run, gate, tables),
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (rk, labels, run, gate, tables);
@@ -165,7 +225,7 @@ impl Hasher {
     /// `H(x, tweak)` for one block.
     pub fn hash_one(&self, x: Block, tweak: Block) -> Block {
         let mut v = [x];
-        self.aes.tccr(&mut v, &[tweak]);
+        self.hash(&mut v, &[tweak]);
         v[0]
     }
 }

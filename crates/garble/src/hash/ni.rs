@@ -504,3 +504,405 @@ pub(super) fn eval_run(
     }
     rest!(1 2 3 4 5 6 7);
 }
+
+// ---------------------------------------------------------------------------
+// MITCCRH: AES re-keyed per tweak (see `super` for the construction). Every
+// key's schedule is computed next to the blocks it encrypts, one round key at
+// a time, several keys in flight.
+
+/// The round constants of the AES-128 key schedule.
+const RCON: [i32; 10] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1b, 0x36];
+
+/// Byte shuffle that puts `RotWord` of the key's last word in all four
+/// columns.
+const ROT_WORD: i32 = 0x0c0f_0e0d;
+
+/// One step of the AES-128 key expansion (FIPS-197 section 5.2) without
+/// AESKEYGENASSIST, whose round constant must be an immediate: `RotWord` of
+/// the last word in every column by a byte shuffle, then `SubWord` and the
+/// round constant by AESENCLAST (its `ShiftRows` is the identity on four equal
+/// columns), then the running XOR of the four words.
+#[target_feature(enable = "aes,sse2,ssse3")]
+#[inline]
+fn expand_step(k: __m128i, rcon: i32) -> __m128i {
+    let aux = _mm_aesenclast_si128(
+        _mm_shuffle_epi8(k, _mm_set1_epi32(ROT_WORD)),
+        _mm_set1_epi32(rcon),
+    );
+    let mut t = _mm_slli_si128::<4>(k);
+    let mut k = _mm_xor_si128(k, t);
+    t = _mm_slli_si128::<4>(t);
+    k = _mm_xor_si128(k, t);
+    t = _mm_slli_si128::<4>(t);
+    k = _mm_xor_si128(k, t);
+    _mm_xor_si128(k, aux)
+}
+
+/// [`expand_step`] for two keys, one per 128-bit lane.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+#[inline]
+fn expand_step2(k: __m256i, rcon: i32) -> __m256i {
+    let aux = _mm256_aesenclast_epi128(
+        _mm256_shuffle_epi8(k, _mm256_set1_epi32(ROT_WORD)),
+        _mm256_set1_epi32(rcon),
+    );
+    let mut t = _mm256_bslli_epi128::<4>(k);
+    let mut k = _mm256_xor_si256(k, t);
+    t = _mm256_bslli_epi128::<4>(t);
+    k = _mm256_xor_si256(k, t);
+    t = _mm256_bslli_epi128::<4>(t);
+    k = _mm256_xor_si256(k, t);
+    _mm256_xor_si256(k, aux)
+}
+
+/// The key of tweak `t` under seed `s`: `s ^ (t with its halves swapped)`.
+#[target_feature(enable = "sse2")]
+#[inline]
+fn mi_key(s: __m128i, t: __m128i) -> __m128i {
+    _mm_xor_si128(s, _mm_shuffle_epi32::<0b01_00_11_10>(t))
+}
+
+/// The 11 round keys of `key` (FIPS-197 order), computed with [`expand_step`]:
+/// tests compare them with the bytewise expansion.
+#[cfg(test)]
+#[target_feature(enable = "aes,sse2,ssse3")]
+pub(super) fn expand_key_ni(key: [u8; 16]) -> [[u8; 16]; 11] {
+    let mut rk = [[0u8; 16]; 11];
+    // SAFETY: `key` is 16 readable bytes; `loadu` has no alignment requirement.
+    let mut k = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
+    rk[0] = key;
+    for (r, &c) in RCON.iter().enumerate() {
+        k = expand_step(k, c);
+        // SAFETY: `rk[r + 1]` is 16 writable bytes.
+        unsafe { _mm_storeu_si128(rk[r + 1].as_mut_ptr().cast(), k) };
+    }
+    rk
+}
+
+/// `xs[i] = AES_{k(t[i])}(xs[i]) ^ xs[i]` with `k(t) = seed ^ swap(t)`: eight
+/// blocks and their eight key schedules in flight, each round key made just
+/// before the round that uses it.
+#[target_feature(enable = "aes,sse2,ssse3")]
+pub(super) fn mitccrh(seed: Block, xs: &mut [Block], tweaks: &[Block]) {
+    let s = load(&seed);
+    for (c, t) in xs.chunks_mut(8).zip(tweaks.chunks(8)) {
+        let n = c.len().min(t.len());
+        let mut x = [_mm_setzero_si128(); 8];
+        let mut k = [s; 8];
+        for i in 0..n {
+            x[i] = load(&c[i]);
+            k[i] = mi_key(s, load(&t[i]));
+        }
+        let mut v: [__m128i; 8] = core::array::from_fn(|i| _mm_xor_si128(x[i], k[i]));
+        for &rc in &RCON[..9] {
+            for i in 0..8 {
+                k[i] = expand_step(k[i], rc);
+                v[i] = _mm_aesenc_si128(v[i], k[i]);
+            }
+        }
+        for i in 0..8 {
+            k[i] = expand_step(k[i], RCON[9]);
+            v[i] = _mm_aesenclast_si128(v[i], k[i]);
+        }
+        for i in 0..n {
+            store(&mut c[i], _mm_xor_si128(v[i], x[i]));
+        }
+    }
+}
+
+/// `AES_K(x) ^ x` for `M` key registers `K` (two keys each, one per lane) and
+/// `P` data registers per key, the key schedules made round by round next to
+/// the rounds that use them.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+#[inline]
+fn mmo_rekeyed<const M: usize, const P: usize>(
+    mut k: [__m256i; M],
+    x: &[[__m256i; P]; M],
+) -> [[__m256i; P]; M] {
+    let mut v: [[__m256i; P]; M] =
+        core::array::from_fn(|i| core::array::from_fn(|p| _mm256_xor_si256(x[i][p], k[i])));
+    for &rc in &RCON[..9] {
+        for i in 0..M {
+            k[i] = expand_step2(k[i], rc);
+            for vp in v[i].iter_mut() {
+                *vp = _mm256_aesenc_epi128(*vp, k[i]);
+            }
+        }
+    }
+    for i in 0..M {
+        k[i] = expand_step2(k[i], RCON[9]);
+        for p in 0..P {
+            v[i][p] = _mm256_xor_si256(_mm256_aesenclast_epi128(v[i][p], k[i]), x[i][p]);
+        }
+    }
+    v
+}
+
+/// The keys of a gate's two tweaks, `(k(2g) | k(2g + 1))`, from the seed in
+/// both lanes and `ctr = (2g | 2g + 1)` in the high halves.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn gate_keys(seed2: __m256i, ctr: __m256i) -> __m256i {
+    _mm256_xor_si256(seed2, ctr)
+}
+
+/// `(2g << 64 | (2g + 1) << 64)`: gate `g`'s tweaks in the high half of each lane.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn gate_ctr(g: u64) -> __m256i {
+    let j = (g << 1) as i64;
+    _mm256_set_epi64x(j | 1, 0, j, 0)
+}
+
+/// Half-gates garbling of `M` gates with input zero labels `a`, `b` under
+/// MITCCRH: per gate one key register `(k(2g) | k(2g + 1))` and two data
+/// registers `(A0 | B0)`, `(A1 | B1)`. Returns each gate's `TG`, `TE` and
+/// output zero label; advances `ctr` by `M` gates.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+#[inline]
+#[allow(clippy::type_complexity)]
+fn garble_mi<const M: usize>(
+    seed2: __m256i,
+    d: __m128i,
+    rr: __m256i,
+    a: &[__m128i; M],
+    b: &[__m128i; M],
+    ctr: &mut __m256i,
+) -> ([__m128i; M], [__m128i; M], [__m128i; M]) {
+    let two = _mm256_set_epi64x(2, 0, 2, 0);
+    let mut keys = [_mm256_setzero_si256(); M];
+    let mut x = [[_mm256_setzero_si256(); 2]; M];
+    for i in 0..M {
+        keys[i] = gate_keys(seed2, *ctr);
+        *ctr = _mm256_add_epi64(*ctr, two);
+        let ab = _mm256_set_m128i(b[i], a[i]);
+        x[i] = [ab, _mm256_xor_si256(ab, rr)];
+    }
+    let h = mmo_rekeyed(keys, &x);
+    let mut tg = [_mm_setzero_si128(); M];
+    let mut te = [_mm_setzero_si128(); M];
+    let mut out = [_mm_setzero_si128(); M];
+    for i in 0..M {
+        let (ha0, hb0) = (
+            _mm256_castsi256_si128(h[i][0]),
+            _mm256_extracti128_si256::<1>(h[i][0]),
+        );
+        let (ha1, hb1) = (
+            _mm256_castsi256_si128(h[i][1]),
+            _mm256_extracti128_si256::<1>(h[i][1]),
+        );
+        let pa = lsb_mask(a[i]);
+        let pb = lsb_mask(b[i]);
+        tg[i] = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+        let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg[i], pa));
+        let hb = _mm_xor_si128(hb0, hb1);
+        te[i] = _mm_xor_si128(hb, a[i]);
+        let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
+        out[i] = _mm_xor_si128(wg0, we0);
+    }
+    (tg, te, out)
+}
+
+/// Half-gates evaluation of `M` gates with active labels `a`, `b` and tables
+/// `tg`, `te` under MITCCRH: per gate one key register and one data register
+/// `(Wa | Wb)`. Returns each gate's output label; advances `ctr`.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+#[inline]
+fn eval_mi<const M: usize>(
+    seed2: __m256i,
+    a: &[__m128i; M],
+    b: &[__m128i; M],
+    tabs: &[__m256i; M],
+    ctr: &mut __m256i,
+) -> [__m128i; M] {
+    let two = _mm256_set_epi64x(2, 0, 2, 0);
+    let mut keys = [_mm256_setzero_si256(); M];
+    let mut x = [[_mm256_setzero_si256(); 1]; M];
+    for i in 0..M {
+        keys[i] = gate_keys(seed2, *ctr);
+        *ctr = _mm256_add_epi64(*ctr, two);
+        x[i] = [_mm256_set_m128i(b[i], a[i])];
+    }
+    let h = mmo_rekeyed(keys, &x);
+    core::array::from_fn(|i| {
+        let ha = _mm256_castsi256_si128(h[i][0]);
+        let hb = _mm256_extracti128_si256::<1>(h[i][0]);
+        let tg = _mm256_castsi256_si128(tabs[i]);
+        let te = _mm256_extracti128_si256::<1>(tabs[i]);
+        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+        _mm_xor_si128(wg, we)
+    })
+}
+
+/// Gates garbled together by the MITCCRH kernels (eight keys in flight).
+const MI_GARBLE_GROUP: usize = 4;
+
+/// Gates evaluated together by the MITCCRH kernels (eight keys in flight).
+const MI_EVAL_GROUP: usize = 8;
+
+/// One group of a MITCCRH garbling run: gathers, garbles, stores, scatters.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn garble_group_mi<const M: usize>(
+    seed2: __m256i,
+    d: __m128i,
+    rr: __m256i,
+    labels: &mut [Block],
+    mask: usize,
+    run: &[[u32; 3]; M],
+    tables: &mut [[u8; 32]; M],
+    ctr: &mut __m256i,
+) {
+    let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
+    let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
+    let (tg, te, out) = garble_mi(seed2, d, rr, &a, &b, ctr);
+    for i in 0..M {
+        store_table(&mut tables[i], tg[i], te[i]);
+        scatter(labels, mask, run[i][2], out[i]);
+    }
+}
+
+/// [`garble_run`] under MITCCRH with session seed `seed`.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+pub(super) fn garble_run_mi(
+    seed: Block,
+    delta: Block,
+    labels: &mut [Block],
+    run: &[[u32; 3]],
+    gate: u64,
+    tables: &mut [u8],
+) {
+    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+    let mask = labels.len() - 1;
+    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+    let d = load(&delta);
+    let rr = _mm256_broadcastsi128_si256(d);
+    let mut ctr = gate_ctr(gate);
+    let (tabs, _) = tables.as_chunks_mut::<32>();
+    let (gs, g_rest) = run.as_chunks::<MI_GARBLE_GROUP>();
+    let (ts, t_rest) = tabs.as_chunks_mut::<MI_GARBLE_GROUP>();
+    for (g, t) in gs.iter().zip(ts) {
+        garble_group_mi(seed2, d, rr, labels, mask, g, t, &mut ctr);
+    }
+    macro_rules! rest {
+        ($($m:literal)*) => {
+            match g_rest.len() {
+                $($m => garble_group_mi::<$m>(
+                    seed2, d, rr, labels, mask,
+                    g_rest.try_into().expect("length checked"),
+                    t_rest.try_into().expect("length checked"),
+                    &mut ctr,
+                ),)*
+                _ => {}
+            }
+        };
+    }
+    rest!(1 2 3);
+}
+
+/// One group of a MITCCRH evaluation run.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+#[inline]
+fn eval_group_mi<const M: usize>(
+    seed2: __m256i,
+    labels: &mut [Block],
+    mask: usize,
+    run: &[[u32; 3]; M],
+    tables: &[[u8; 32]; M],
+    ctr: &mut __m256i,
+) {
+    let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
+    let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
+    let t: [__m256i; M] = core::array::from_fn(|i| load_table(&tables[i]));
+    let out = eval_mi(seed2, &a, &b, &t, ctr);
+    for i in 0..M {
+        scatter(labels, mask, run[i][2], out[i]);
+    }
+}
+
+/// [`eval_run`] under MITCCRH with session seed `seed`.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+pub(super) fn eval_run_mi(
+    seed: Block,
+    labels: &mut [Block],
+    run: &[[u32; 3]],
+    gate: u64,
+    tables: &[u8],
+) {
+    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+    let mask = labels.len() - 1;
+    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+    let mut ctr = gate_ctr(gate);
+    let (tabs, _) = tables.as_chunks::<32>();
+    let (gs, g_rest) = run.as_chunks::<MI_EVAL_GROUP>();
+    let (ts, t_rest) = tabs.as_chunks::<MI_EVAL_GROUP>();
+    for (g, t) in gs.iter().zip(ts) {
+        eval_group_mi(seed2, labels, mask, g, t, &mut ctr);
+    }
+    macro_rules! rest {
+        ($($m:literal)*) => {
+            match g_rest.len() {
+                $($m => eval_group_mi::<$m>(
+                    seed2, labels, mask,
+                    g_rest.try_into().expect("length checked"),
+                    t_rest.try_into().expect("length checked"),
+                    &mut ctr,
+                ),)*
+                _ => {}
+            }
+        };
+    }
+    rest!(1 2 3 4 5 6 7);
+}
+
+/// [`garble_ands`] under MITCCRH (the streaming garbler's gates, one or a few
+/// at a time).
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn garble_ands_mi(
+    seed: Block,
+    delta: Block,
+    a0: &[Block],
+    b0: &[Block],
+    gate: u64,
+    tables: &mut [u8],
+    out: &mut [Block],
+) {
+    let n = a0.len();
+    assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
+    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+    let d = load(&delta);
+    let rr = _mm256_broadcastsi128_si256(d);
+    let mut ctr = gate_ctr(gate);
+    for i in 0..n {
+        let (tg, te, o) = garble_mi::<1>(seed2, d, rr, &[load(&a0[i])], &[load(&b0[i])], &mut ctr);
+        let t = &mut tables[32 * i..32 * i + 32];
+        store_bytes(&mut t[..16], tg[0]);
+        store_bytes(&mut t[16..], te[0]);
+        store(&mut out[i], o[0]);
+    }
+}
+
+/// [`eval_ands`] under MITCCRH.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+pub(super) fn eval_ands_mi(
+    seed: Block,
+    wa: &[Block],
+    wb: &[Block],
+    gate: u64,
+    tables: &[u8],
+    out: &mut [Block],
+) {
+    let n = wa.len();
+    assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
+    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+    let mut ctr = gate_ctr(gate);
+    for i in 0..n {
+        let t = &tables[32 * i..32 * i + 32];
+        let tab = _mm256_set_m128i(load_bytes(&t[16..]), load_bytes(&t[..16]));
+        let o = eval_mi::<1>(seed2, &[load(&wa[i])], &[load(&wb[i])], &[tab], &mut ctr);
+        store(&mut out[i], o[0]);
+    }
+}

@@ -46,3 +46,27 @@ pub(super) fn tccr(k: &Keys, xs: &mut [Block], tweaks: &[Block]) {
         }
     }
 }
+
+/// The MITCCRH key of tweak `t` under session seed `s` (see [`super::mitccrh_key`]), as AES
+/// sees it.
+#[inline(always)]
+fn key_bytes(seed: Block, t: Block) -> [u8; 16] {
+    super::mitccrh_key(seed, t).to_bytes()
+}
+
+/// `xs[i] = AES_{k(t[i])}(xs[i]) ^ xs[i]` (MITCCRH, keys from `seed`), four blocks and
+/// their four key schedules at a time (one fixsliced schedule holds four keys). `tweaks`
+/// is as long as `xs`.
+pub(super) fn mitccrh(seed: Block, xs: &mut [Block], tweaks: &[Block]) {
+    for (c, t) in xs.chunks_mut(4).zip(tweaks.chunks(4)) {
+        let mut keys = [[0u8; 16]; 4];
+        for (k, t) in keys.iter_mut().zip(t) {
+            *k = key_bytes(seed, *t);
+        }
+        let rk = fixslice::aes128_key_schedule4(&keys);
+        let out = fixslice::aes128_encrypt(&rk, &batch(c));
+        for (d, e) in c.iter_mut().zip(out) {
+            *d = Block::from_bytes(e) ^ *d;
+        }
+    }
+}

@@ -29,7 +29,7 @@ use garble::channel::{Channel, ChannelError, Deadline, TcpChannel};
 use garble::circuit::bits_from_bytes;
 use garble::ed25519::{Ed25519Sign, KEY_BYTES};
 use garble::generator::{self, Generator};
-use garble::hash::Backend as HashBackend;
+use garble::hash::{Backend as HashBackend, GcHash};
 use garble::microbench;
 use garble::session::{SessionOptions, SessionReport, Stage};
 use garble::{GateKind, stream};
@@ -163,6 +163,7 @@ struct EvaluatorSpec {
     msg_len: usize,
     share: Vec<u8>,
     token: Token,
+    hash: GcHash,
 }
 
 impl std::fmt::Debug for EvaluatorSpec {
@@ -188,11 +189,12 @@ impl EvaluatorSpec {
             &self.msg_len.to_string(),
             &hex(&self.share),
             &self.token.hex(),
+            self.hash.name(),
         ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, msg_len, share, token] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, msg_len, share, token, hash] = spec_fields(EVALUATOR_ENV, s)?;
         let msg_len = msg_len
             .parse()
             .map_err(|_| format!("{EVALUATOR_ENV} spec: bad message length"))?;
@@ -210,6 +212,7 @@ impl EvaluatorSpec {
             msg_len,
             share,
             token: Token::from_hex(token)?,
+            hash: hash.parse().map_err(|e| format!("{EVALUATOR_ENV}: {e}"))?,
         })
     }
 }
@@ -228,6 +231,7 @@ fn evaluate(spec: &str) -> Result<String, String> {
     spec.token.present(&mut ch)?;
     let opts = SessionOptions {
         deadline: Some(deadline),
+        hash: spec.hash,
         ..SessionOptions::default()
     };
     let out = stream::run_evaluator(&mut ch, &c, &bits, &opts).map_err(|e| e.to_string())?;
@@ -291,8 +295,13 @@ pub struct Signed {
 /// One two-party signature over loopback TCP: this process garbles, a child process (this
 /// binary, which must call [`crate::run_if_child`] first) evaluates. Fails when the session
 /// does, or when a party's output is malformed; whether the signatures are right is for
-/// [`analysis::signature_check`] to judge from [`Signed::run`].
-pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, ScenarioError> {
+/// [`analysis::signature_check`] to judge from [`Signed::run`]. Both parties garble with
+/// `hash`.
+pub fn two_party(
+    c: &Ed25519Sign,
+    inputs: &SignInputs,
+    hash: GcHash,
+) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
     let (public_key, plain) = plain_signature(inputs)?;
     let spec = |addr: SocketAddr, token: &Token| {
@@ -301,6 +310,7 @@ pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, Scenari
             msg_len: c.msg_len,
             share: inputs.evaluator_share.to_vec(),
             token: token.clone(),
+            hash,
         }
         .encode()
     };
@@ -309,7 +319,11 @@ pub fn two_party(c: &Ed25519Sign, inputs: &SignInputs) -> Result<Signed, Scenari
         let mut input = inputs.garbler_share.to_vec();
         input.extend_from_slice(&inputs.message);
         let bits = bits_from_bytes(&input, c.garbler_input_bits());
-        stream::run_garbler(ch, c, &bits, &SessionOptions::default()).map_err(|e| e.to_string())
+        let opts = SessionOptions {
+            hash,
+            ..SessionOptions::default()
+        };
+        stream::run_garbler(ch, c, &bits, &opts).map_err(|e| e.to_string())
     })?;
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     let (garbler, garbler_public_key) =
@@ -366,7 +380,7 @@ pub fn loopback_bandwidth(bytes: usize) -> Result<f64, ScenarioError> {
 
 const MICRO_KINDS: [GateKind; 3] = [GateKind::And, GateKind::Xor, GateKind::Inv];
 
-fn gate_costs(ctx: &Context<'_>, plan: &Plan) -> Result<GateCosts, ScenarioError> {
+fn gate_costs(ctx: &Context<'_>, plan: &Plan, gc_hash: GcHash) -> Result<GateCosts, ScenarioError> {
     let mut costs = GateCosts::default();
     let hash = HashBackend::detect();
     for (i, &kind) in MICRO_KINDS.iter().enumerate() {
@@ -374,7 +388,7 @@ fn gate_costs(ctx: &Context<'_>, plan: &Plan) -> Result<GateCosts, ScenarioError
         let mut garble = Vec::with_capacity(plan.runs);
         let mut evaluate = Vec::with_capacity(plan.runs);
         for _ in 0..plan.runs {
-            let t = microbench::gate_timing(kind, plan.gates, hash).at("gate timing")?;
+            let t = microbench::gate_timing(kind, plan.gates, hash, gc_hash).at("gate timing")?;
             garble.push(t.garble_ns());
             evaluate.push(t.evaluate_ns());
         }
@@ -384,7 +398,7 @@ fn gate_costs(ctx: &Context<'_>, plan: &Plan) -> Result<GateCosts, ScenarioError
                 per_iter_ns: v,
                 overhead_ns: None,
             };
-            let p = params! {"gate" => kind.name()};
+            let p = params! {"gate" => kind.name(), "gc_hash" => gc_hash.name()};
             let median = ctx.emit_samples(NAME, "gc", p, &format!("{op}-gate"), s, None)?;
             match op {
                 "garble" => costs.garble[i] = median,
@@ -412,6 +426,8 @@ impl Scenario for Ed25519Pc {
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
         let plan = Plan::of(ctx.options.preset);
+        // The sessions' garbling hash (`--hash`; MITCCRH by default).
+        let (hash, _) = crate::gc2pc::session_hash(ctx)?;
         ctx.progress()
             .begin(NAME, (plan.signatures + MICRO_KINDS.len() + 2) as u64);
         let c = Ed25519Sign::PUBLISHED;
@@ -429,11 +445,12 @@ impl Scenario for Ed25519Pc {
                 "message_bytes" => c.msg_len as u64,
                 "and_gates" => counts.and,
                 "gates" => counts.gates(),
-                "and_depth" => u64::from(st.and_depth)
+                "and_depth" => u64::from(st.and_depth),
+                "gc_hash" => hash.name()
             }
         };
 
-        let costs = gate_costs(ctx, &plan)?;
+        let costs = gate_costs(ctx, &plan, hash)?;
         ctx.progress().advance(MICRO_KINDS.len() as u64);
         ctx.check_cancel()?;
         let bandwidth = loopback_bandwidth(plan.loopback_bytes)?;
@@ -478,7 +495,7 @@ impl Scenario for Ed25519Pc {
         for i in 0..plan.signatures {
             ctx.check_cancel()?;
             let inputs = SignInputs::new(i);
-            let signed = two_party(&c, &inputs)?;
+            let signed = two_party(&c, &inputs, hash)?;
             let r = &signed.report;
             for s in Stage::ALL {
                 let sr = r.stage(s);
@@ -596,22 +613,27 @@ mod tests {
             msg_len: 64,
             share: vec![7; 64],
             token: token.clone(),
+            hash: GcHash::FixedKey,
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
-            (d.addr.as_str(), d.msg_len, &d.share),
-            ("127.0.0.1:4000", 64, &vec![7; 64])
+            (d.addr.as_str(), d.msg_len, &d.share, d.hash),
+            ("127.0.0.1:4000", 64, &vec![7; 64], GcHash::FixedKey)
         );
         assert_eq!(d.token.hex(), token.hex());
         // Debug shows neither the share nor the token.
         assert!(!format!("{d:?}").contains("0707"), "{d:?}");
         let t = token.hex();
-        assert!(EvaluatorSpec::decode(&format!("v1;a;64;00;{t}")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v2;a;x;00;{t}")).is_err());
-        assert!(EvaluatorSpec::decode("v2;a;64;00").is_err());
+        let share = "07".repeat(64);
+        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{share};{t};mitccrh")).is_ok());
+        // Another version, a bad length, a field missing, an unknown hash.
+        assert!(EvaluatorSpec::decode(&format!("v2;a;64;{share};{t};mitccrh")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;x;{share};{t};mitccrh")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{share};{t}")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{share};{t};aes")).is_err());
         // A share that is not 64 bytes.
         assert!(
-            EvaluatorSpec::decode(&format!("v2;a;64;0011;{t}"))
+            EvaluatorSpec::decode(&format!("v3;a;64;0011;{t};mitccrh"))
                 .unwrap_err()
                 .contains("64 bytes")
         );

@@ -2,6 +2,9 @@
 //! theoretical minimum.
 
 use garble::GateKind;
+use garble::hash::GcHash;
+
+use super::{CircuitHashFigures, HashFigures};
 use garble::session::{SessionReport, Stage};
 use measure::record::{Table, Value};
 use measure::stages::Stages;
@@ -101,9 +104,231 @@ pub(super) fn gate_table(name: &str, stats: &garble::Stats, costs: &GateCosts) -
 /// A table cell whose value this run did not measure.
 const NOT_MEASURED: &str = "—";
 
+/// A number, or [`NOT_MEASURED`].
+fn cell(v: Option<f64>) -> Value {
+    v.map_or(Value::from(NOT_MEASURED), Value::from)
+}
+
+/// The figures of `hash`, if measured.
+fn of(figures: &[HashFigures], hash: GcHash) -> Option<&HashFigures> {
+    figures.iter().find(|f| f.hash == hash)
+}
+
+/// One circuit's figures under `hash`, if measured.
+fn circuit_of<'a>(
+    by_hash: &'a [CircuitHashFigures],
+    circuit: &str,
+    hash: GcHash,
+) -> Option<&'a CircuitHashFigures> {
+    by_hash
+        .iter()
+        .find(|f| f.circuit == circuit && f.hash == hash)
+}
+
+/// The two garbling hashes side by side: the AND gate alone, each circuit garbled without a
+/// network and in bulk 2PC, with the ratio of MITCCRH's time to the fixed-key hash's.
+pub(super) fn hash_table(figures: &[HashFigures], by_hash: &[CircuitHashFigures]) -> Table {
+    let (m, f) = (GcHash::Mitccrh, GcHash::FixedKey);
+    // Time ratio: for a time, MITCCRH's over fixed-key's; for a rate, the inverse.
+    let row = |what: String, a: Option<f64>, b: Option<f64>, rate: bool| {
+        let ratio = match (a, b) {
+            (Some(a), Some(b)) if a > 0.0 && b > 0.0 => Some(if rate { b / a } else { a / b }),
+            _ => None,
+        };
+        vec![Value::from(what), cell(a), cell(b), cell(ratio)]
+    };
+    let mut rows = vec![
+        row(
+            "garble AND, ns".into(),
+            of(figures, m).map(|x| x.and_garble),
+            of(figures, f).map(|x| x.and_garble),
+            false,
+        ),
+        row(
+            "evaluate AND, ns".into(),
+            of(figures, m).map(|x| x.and_evaluate),
+            of(figures, f).map(|x| x.and_evaluate),
+            false,
+        ),
+    ];
+    let mut circuits: Vec<&str> = Vec::new();
+    for x in by_hash {
+        if !circuits.contains(&x.circuit.as_str()) {
+            circuits.push(&x.circuit);
+        }
+    }
+    for c in circuits {
+        let (a, b) = (circuit_of(by_hash, c, m), circuit_of(by_hash, c, f));
+        rows.push(row(
+            format!("{c} garbled without a network, M AND/s"),
+            a.map(|x| x.garble_mand),
+            b.map(|x| x.garble_mand),
+            true,
+        ));
+        rows.push(row(
+            format!("{c} bulk 2PC, M AND/s"),
+            a.and_then(|x| x.bulk_mand),
+            b.and_then(|x| x.bulk_mand),
+            true,
+        ));
+    }
+    Table {
+        name: "hashes".into(),
+        title: "The garbling hashes side by side (medians, detected AES backend)".into(),
+        columns: [
+            "figure",
+            "MITCCRH",
+            "fixed-key",
+            "time ratio MITCCRH / fixed-key",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        source: None,
+        notes: vec![
+            "MITCCRH (Guo, Katz, Wang, Weng, Yu, CRYPTO 2020; the default) re-keys AES per \
+             tweak from a session seed, so its security bound does not degrade with the number \
+             of gates garbled across sessions; the fixed-key hash's does. The ratio is the \
+             price of that bound."
+                .into(),
+            format!(
+                "Bulk 2PC under the other hash is measured only when the run did not choose \
+                 one with --hash ({NOT_MEASURED} otherwise)."
+            ),
+        ],
+    }
+}
+
+/// emp-toolkit's figures as issue 25 reports them (ns, ns, ms, M AND/s).
+pub(super) const EMP: [f64; 4] = [35.2, 17.6, 20.5, 8.4];
+
+/// Other engines beside this run: emp-toolkit (measured on this machine kind, as issue 25
+/// reports), markkurossi/mpc (the published comparison's reference), and this run's AES-128
+/// figures under each hash.
+pub(super) fn peer_table(figures: &[HashFigures], by_hash: &[CircuitHashFigures]) -> Table {
+    let mut rows = Vec::new();
+    for h in GcHash::ALL {
+        let g = of(figures, h);
+        let aes = circuit_of(by_hash, "aes128", h);
+        rows.push(vec![
+            Value::from("ccbench (this run)"),
+            Value::from(h.name()),
+            Value::from("Rust, release, CPU features detected at run time"),
+            cell(g.map(|x| x.and_garble)),
+            cell(g.map(|x| x.and_evaluate)),
+            cell(aes.and_then(|x| x.single_ms)),
+            cell(aes.and_then(|x| x.bulk_mand)),
+            Value::from("this run's medians"),
+        ]);
+    }
+    rows.push(vec![
+        Value::from("emp-toolkit (peer)"),
+        Value::from("mitccrh"),
+        Value::from("C++, Release -O3 -march=native"),
+        Value::from(EMP[0]),
+        Value::from(EMP[1]),
+        Value::from(EMP[2]),
+        Value::from(EMP[3]),
+        Value::from(
+            "as reported in issue 25, measured on the same 2-core machine kind (version not \
+             recorded there)",
+        ),
+    ]);
+    rows.push(vec![
+        Value::from("markkurossi/mpc (peer)"),
+        Value::from("not stated"),
+        Value::from("Go, 2022"),
+        Value::from(NOT_MEASURED),
+        Value::from(NOT_MEASURED),
+        Value::from(NOT_MEASURED),
+        Value::from(NOT_MEASURED),
+        Value::from("the published comparison's reference: AND 176.5 ns, XOR 20.6 ns per gate"),
+    ]);
+    Table {
+        name: "peers".into(),
+        title: "Peers beside this run (AES-128 for the 2PC columns)".into(),
+        columns: [
+            "engine",
+            "hash",
+            "build",
+            "garble AND ns",
+            "evaluate AND ns",
+            "AES-128 2PC incl. OT ms",
+            "bulk AES-128 2PC M AND/s",
+            "source",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        source: None,
+        notes: vec![
+            "A peer's figures are not this run's: they come from the source named in their row, \
+             on the machine kind named there."
+                .into(),
+            format!(
+                "This run's single-shot AES-128 2PC is measured under the sessions' hash only, \
+                 and without the aes128 circuit none of its AES-128 columns ({NOT_MEASURED})."
+            ),
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_peer_table_has_emp_as_a_peer_with_its_hash_and_both_of_ours() {
+        let figures = [
+            HashFigures {
+                hash: GcHash::Mitccrh,
+                and_garble: 9.0,
+                and_evaluate: 5.0,
+            },
+            HashFigures {
+                hash: GcHash::FixedKey,
+                and_garble: 8.0,
+                and_evaluate: 4.5,
+            },
+        ];
+        let by_hash = [CircuitHashFigures {
+            circuit: "aes128".into(),
+            hash: GcHash::Mitccrh,
+            garble_mand: 80.0,
+            bulk_mand: Some(40.0),
+            single_ms: Some(5.0),
+        }];
+        let t = peer_table(&figures, &by_hash);
+        let emp = t
+            .rows
+            .iter()
+            .find(|r| r[0] == Value::from("emp-toolkit (peer)"))
+            .unwrap();
+        assert_eq!(emp[1], Value::from("mitccrh"));
+        assert_eq!(emp[2], Value::from("C++, Release -O3 -march=native"));
+        assert_eq!(emp[3..7], EMP.map(Value::from));
+        assert!(
+            matches!(&emp[7], Value::Str(s) if s.contains("issue 25")),
+            "{emp:?}"
+        );
+        let ours: Vec<_> = t
+            .rows
+            .iter()
+            .filter(|r| r[0] == Value::from("ccbench (this run)"))
+            .collect();
+        assert_eq!(ours.len(), 2);
+        assert_eq!(ours[1][6], Value::from(NOT_MEASURED));
+        let h = hash_table(&figures, &by_hash);
+        // Garbling an AND: 9 ns against 8, a time ratio of 1.125.
+        assert_eq!(h.rows[0][3], Value::from(9.0 / 8.0));
+        // No fixed-key figure for AES-128: no ratio.
+        assert!(
+            h.rows
+                .iter()
+                .skip(2)
+                .all(|r| r[3] == Value::from(NOT_MEASURED))
+        );
+    }
 
     #[test]
     fn copies_are_not_written_as_zero_ns() {

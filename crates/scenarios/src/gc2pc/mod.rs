@@ -17,6 +17,14 @@
 //! time, % and bytes), a per-gate table (count, ns/gate, time) and the theoretical minimum
 //! (gates × isolated garbling cost) against the measured total. Every 2PC output is checked
 //! against plain evaluation, by both parties.
+//!
+//! The garbling hash (`--hash`, [`RunOptions::gc_hash`](harness::RunOptions)): the sessions
+//! run MITCCRH unless the user chose the fixed-key hash. The per-gate micro-benchmarks and
+//! the garbling without a network always measure both hashes, and without `--hash` the bulk
+//! sessions run under both too, so the `hashes` table shows what the multi-instance bound
+//! costs. Every record says its hash in `params.gc_hash` (`params.hash` is the AES backend,
+//! as before). The `peers` table puts other engines' published or measured figures beside
+//! this run's.
 
 mod analysis;
 mod peer;
@@ -24,7 +32,7 @@ mod peer;
 use std::time::Duration;
 
 use garble::circuit::bits_from_bytes_exact;
-use garble::hash::Backend as HashBackend;
+use garble::hash::{Backend as HashBackend, GcHash};
 use garble::microbench;
 use garble::program::Program;
 use garble::{Circuit, Party};
@@ -103,6 +111,46 @@ impl Plan {
         const AES_AND: u64 = 6_400;
         (self.bulk * AES_AND / and_gates.max(1)).max(4)
     }
+}
+
+/// The hash of the sessions, and whether the user chose it (`--hash`): without a choice the
+/// sessions run the default (MITCCRH) and `gc-2pc` measures the other hash beside it.
+pub(crate) fn session_hash(ctx: &Context<'_>) -> Result<(GcHash, bool), ScenarioError> {
+    match &ctx.options.gc_hash {
+        None => Ok((GcHash::default(), false)),
+        Some(s) => s
+            .parse()
+            .map(|h| (h, true))
+            .map_err(|e| ScenarioError::step("--hash", e)),
+    }
+}
+
+/// The hash that is not `h`.
+fn other(h: GcHash) -> GcHash {
+    match h {
+        GcHash::Mitccrh => GcHash::FixedKey,
+        GcHash::FixedKey => GcHash::Mitccrh,
+    }
+}
+
+/// What one hash cost in this run (detected AES backend), for the `hashes` and `peers` tables.
+#[derive(Debug, Clone, Copy)]
+struct HashFigures {
+    hash: GcHash,
+    /// AND gate, isolated: garble and evaluate, ns.
+    and_garble: f64,
+    and_evaluate: f64,
+}
+
+/// One circuit's figures under one hash: garbling without a network and bulk 2PC, as AND
+/// gates per µs (M AND/s); `None` where not measured.
+#[derive(Debug, Clone)]
+struct CircuitHashFigures {
+    circuit: String,
+    hash: GcHash,
+    garble_mand: f64,
+    bulk_mand: Option<f64>,
+    single_ms: Option<f64>,
 }
 
 fn hash_name(b: HashBackend) -> &'static str {
@@ -231,52 +279,82 @@ fn chosen(ctx: &Context<'_>) -> Result<Vec<Chosen>, ScenarioError> {
 }
 
 impl Gc2pc {
-    fn gate_costs(&self, ctx: &Context<'_>, plan: &Plan) -> Result<GateCosts, ScenarioError> {
+    /// The per-gate micro-benchmarks under both hashes and every backend here; returns the
+    /// costs of `session` on the detected backend (the theoretical minimum of the sessions)
+    /// and the AND figures of both hashes on it.
+    fn gate_costs(
+        &self,
+        ctx: &Context<'_>,
+        plan: &Plan,
+        session: GcHash,
+    ) -> Result<(GateCosts, Vec<HashFigures>), ScenarioError> {
         let mut costs = GateCosts {
             garble: [0.0; 3],
             evaluate: [0.0; 3],
         };
-        let mut hashes = vec![HashBackend::detect()];
-        if hashes[0] != HashBackend::Portable {
-            hashes.push(HashBackend::Portable);
+        let mut figures = Vec::new();
+        let mut backends = vec![HashBackend::detect()];
+        if backends[0] != HashBackend::Portable {
+            backends.push(HashBackend::Portable);
         }
-        for &hash in &hashes {
-            for (i, &kind) in MICRO_KINDS.iter().enumerate() {
-                ctx.check_cancel()?;
-                // The portable hash is ~35x slower: fewer gates keep the run short.
-                let gates = if hash == HashBackend::Portable {
-                    plan.gates / 16
-                } else {
-                    plan.gates
-                };
-                let mut garble = Vec::with_capacity(plan.runs);
-                let mut evaluate = Vec::with_capacity(plan.runs);
-                for _ in 0..plan.runs {
-                    let t = microbench::gate_timing(kind, gates, hash).at("gate timing")?;
-                    garble.push(t.garble_ns());
-                    evaluate.push(t.evaluate_ns());
-                }
-                for (op, v) in [("garble", garble), ("evaluate", evaluate)] {
-                    let s = Samples {
-                        iters_per_sample: gates as u64,
-                        per_iter_ns: v,
-                        overhead_ns: None,
+        for &backend in &backends {
+            for hash in [session, other(session)] {
+                let mut and = [0.0; 2];
+                for (i, &kind) in MICRO_KINDS.iter().enumerate() {
+                    ctx.check_cancel()?;
+                    // The portable cipher is ~35x slower: fewer gates keep the run short.
+                    let gates = if backend == HashBackend::Portable {
+                        plan.gates / 16
+                    } else {
+                        plan.gates
                     };
-                    let p = params! {"gate" => gate_name(kind), "hash" => hash_name(hash)};
-                    let median = ctx.emit_samples(NAME, "gc", p, &format!("{op}-gate"), s, None)?;
-                    if hash == hashes[0] {
-                        match op {
-                            "garble" => costs.garble[i] = median,
-                            _ => costs.evaluate[i] = median,
+                    let mut garble = Vec::with_capacity(plan.runs);
+                    let mut evaluate = Vec::with_capacity(plan.runs);
+                    for _ in 0..plan.runs {
+                        let t = microbench::gate_timing(kind, gates, backend, hash)
+                            .at("gate timing")?;
+                        garble.push(t.garble_ns());
+                        evaluate.push(t.evaluate_ns());
+                    }
+                    for (op, v) in [("garble", garble), ("evaluate", evaluate)] {
+                        let s = Samples {
+                            iters_per_sample: gates as u64,
+                            per_iter_ns: v,
+                            overhead_ns: None,
+                        };
+                        let p = params! {
+                            "gate" => gate_name(kind),
+                            "hash" => hash_name(backend),
+                            "gc_hash" => hash.name(),
+                        };
+                        let median =
+                            ctx.emit_samples(NAME, "gc", p, &format!("{op}-gate"), s, None)?;
+                        let slot = usize::from(op != "garble");
+                        if i == 0 {
+                            and[slot] = median;
+                        }
+                        if backend == backends[0] && hash == session {
+                            match op {
+                                "garble" => costs.garble[i] = median,
+                                _ => costs.evaluate[i] = median,
+                            }
                         }
                     }
+                    ctx.progress().advance(1);
                 }
-                ctx.progress().advance(1);
+                if backend == backends[0] {
+                    figures.push(HashFigures {
+                        hash,
+                        and_garble: and[0],
+                        and_evaluate: and[1],
+                    });
+                }
             }
         }
-        Ok(costs)
+        Ok((costs, figures))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_circuit(
         &self,
         ctx: &Context<'_>,
@@ -284,13 +362,24 @@ impl Gc2pc {
         costs: &GateCosts,
         chosen: &Chosen,
         headline: bool,
+        (hash, chosen_hash): (GcHash, bool),
         rows: &mut Vec<Vec<Value>>,
+        by_hash: &mut Vec<CircuitHashFigures>,
     ) -> Result<WireBytes, ScenarioError> {
         let (name, c) = (chosen.spec.as_str(), &chosen.circuit);
         let (gi, ei) = (&chosen.garbler_input, &chosen.evaluator_input);
         let stats = c.stats();
         let and = stats.and_gates();
-        let p = || params! {"circuit" => name, "and_gates" => and, "gates" => stats.gates};
+        let ph = |h: GcHash| {
+            params! {
+                "circuit" => name,
+                "and_gates" => and,
+                "gates" => stats.gates,
+                "gc_hash" => h.name(),
+            }
+        };
+        let p = || ph(hash);
+        let plain_p = || params! {"circuit" => name, "and_gates" => and, "gates" => stats.gates};
         let cfg = ctx.options.sampler();
 
         // Plain evaluation: the baseline.
@@ -301,7 +390,7 @@ impl Gc2pc {
         );
         let (gb, eb) = (gb.at("inputs")?, eb.at("inputs")?);
         let s = measure::sampler::try_sample(&cfg, || c.eval(&gb, &eb)).at("plain evaluation")?;
-        let plain_m = ctx.emit_measurement(NAME, "native", p(), "evaluate", s, None)?;
+        let plain_m = ctx.emit_measurement(NAME, "native", plain_p(), "evaluate", s, None)?;
         let plain = plain_m.summary.median_ns;
         ctx.progress().advance(1);
 
@@ -323,22 +412,36 @@ impl Gc2pc {
             per_iter_ns: compile_ns,
             overhead_ns: None,
         };
-        ctx.emit_samples(NAME, "gc", p(), "compile", s, None)?;
+        ctx.emit_samples(NAME, "gc", plain_p(), "compile", s, None)?;
 
-        // Garbling alone, no network.
-        ctx.check_cancel()?;
+        // Garbling alone, no network: under both hashes.
         let reps = (plan.gates as u64 / and.max(1)).clamp(1, 1 << 16) as usize;
-        let mut per_eval = Vec::with_capacity(plan.runs);
-        for _ in 0..plan.runs {
-            let d = microbench::garble_only(&prog, reps, HashBackend::detect()).at("garbling")?;
-            per_eval.push(d.as_nanos() as f64 / reps as f64);
+        let mut garble_only = 0.0;
+        for h in [hash, other(hash)] {
+            ctx.check_cancel()?;
+            let mut per_eval = Vec::with_capacity(plan.runs);
+            for _ in 0..plan.runs {
+                let d = microbench::garble_only(&prog, reps, HashBackend::detect(), h)
+                    .at("garbling")?;
+                per_eval.push(d.as_nanos() as f64 / reps as f64);
+            }
+            let s = Samples {
+                iters_per_sample: reps as u64,
+                per_iter_ns: per_eval,
+                overhead_ns: None,
+            };
+            let median = ctx.emit_samples(NAME, "gc", ph(h), "garble", s, None)?;
+            if h == hash {
+                garble_only = median;
+            }
+            by_hash.push(CircuitHashFigures {
+                circuit: name.to_owned(),
+                hash: h,
+                garble_mand: and as f64 / median * 1e3,
+                bulk_mand: None,
+                single_ms: None,
+            });
         }
-        let s = Samples {
-            iters_per_sample: reps as u64,
-            per_iter_ns: per_eval,
-            overhead_ns: None,
-        };
-        let garble_only = ctx.emit_samples(NAME, "gc", p(), "garble", s, None)?;
         ctx.progress().advance(1);
 
         // Single-shot sessions: one evaluation each, OT included.
@@ -349,7 +452,7 @@ impl Gc2pc {
         let mut busy = [Vec::new(), Vec::new()];
         for _ in 0..plan.sessions {
             ctx.check_cancel()?;
-            let both = two_party_both(name, c, gi, ei, 1)?;
+            let both = two_party_both(name, c, gi, ei, 1, hash)?;
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
             let r = both.garbler;
@@ -387,56 +490,78 @@ impl Gc2pc {
         )?;
         ctx.progress().advance(1);
 
-        // Bulk sessions: many evaluations per session.
+        // Bulk sessions: many evaluations per session; under the other hash too unless the
+        // user chose one.
         let evals = plan.bulk_for(and);
-        let mut per_eval = Vec::with_capacity(plan.bulk_sessions);
-        let mut stages = Stages::new();
-        let mut total = 0.0;
-        let mut busy = [Vec::new(), Vec::new()];
-        for _ in 0..plan.bulk_sessions {
-            ctx.check_cancel()?;
-            let both = two_party_both(name, c, gi, ei, evals)?;
-            busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
-            busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
-            let r = both.garbler;
-            add_stages(&mut stages, &r);
-            total += r.total.as_nanos() as f64;
-            per_eval.push(r.total.as_nanos() as f64 / evals as f64);
-        }
-        let s = Samples {
-            iters_per_sample: evals,
-            per_iter_ns: per_eval,
-            overhead_ns: None,
+        let bulk_hashes: &[GcHash] = if chosen_hash {
+            &[hash]
+        } else {
+            &[hash, other(hash)]
         };
-        let mut bp = p();
-        bp.insert("evaluations".into(), evals.into());
-        let bulk_m = ctx.emit_measurement(NAME, "2pc", bp.clone(), "session-bulk", s, None)?;
-        let bulk = bulk_m.summary.median_ns;
-        emit_busy(ctx, bp.clone(), "session-bulk", busy, evals)?;
-        if headline {
-            ctx.emit_cost(
-                NAME,
-                &format!("{name} evaluation"),
-                "evaluation",
-                ("in the clear", "native", &plain_m),
-                &[
-                    ("2PC, one per session (OT included)", "2pc", &single_m),
-                    ("2PC, bulk session, per evaluation", "2pc", &bulk_m),
-                ],
-            )?;
+        let mut bulk = 0.0;
+        for &h in bulk_hashes {
+            let mut per_eval = Vec::with_capacity(plan.bulk_sessions);
+            let mut stages = Stages::new();
+            let mut total = 0.0;
+            let mut busy = [Vec::new(), Vec::new()];
+            for _ in 0..plan.bulk_sessions {
+                ctx.check_cancel()?;
+                let both = two_party_both(name, c, gi, ei, evals, h)?;
+                busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
+                busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
+                let r = both.garbler;
+                add_stages(&mut stages, &r);
+                total += r.total.as_nanos() as f64;
+                per_eval.push(r.total.as_nanos() as f64 / evals as f64);
+            }
+            let s = Samples {
+                iters_per_sample: evals,
+                per_iter_ns: per_eval,
+                overhead_ns: None,
+            };
+            let mut bp = ph(h);
+            bp.insert("evaluations".into(), evals.into());
+            let bulk_m = ctx.emit_measurement(NAME, "2pc", bp.clone(), "session-bulk", s, None)?;
+            let median = bulk_m.summary.median_ns;
+            emit_busy(ctx, bp.clone(), "session-bulk", busy, evals)?;
+            if let Some(f) = by_hash
+                .iter_mut()
+                .find(|f| f.circuit == name && f.hash == h)
+            {
+                f.bulk_mand = Some(and as f64 / median * 1e3);
+                if h == hash {
+                    f.single_ms = Some(single / 1e6);
+                }
+            }
+            if h == hash {
+                bulk = median;
+                if headline {
+                    ctx.emit_cost(
+                        NAME,
+                        &format!("{name} evaluation"),
+                        "evaluation",
+                        ("in the clear", "native", &plain_m),
+                        &[
+                            ("2PC, one per session (OT included)", "2pc", &single_m),
+                            ("2PC, bulk session, per evaluation", "2pc", &bulk_m),
+                        ],
+                    )?;
+                }
+                let min = costs.garble_ns(&stats) * (evals * plan.bulk_sessions as u64) as f64;
+                let breakdown = stages.finish(
+                    &format!("2pc {name}, {evals} evaluations per session"),
+                    Some(Duration::from_nanos(total as u64)),
+                    Some(Duration::from_nanos(min as u64)),
+                );
+                ctx.emit(NAME, "2pc", bp, Body::Stages(breakdown))?;
+            }
+            ctx.progress().advance(1);
         }
-        let min = costs.garble_ns(&stats) * (evals * plan.bulk_sessions as u64) as f64;
-        let breakdown = stages.finish(
-            &format!("2pc {name}, {evals} evaluations per session"),
-            Some(Duration::from_nanos(total as u64)),
-            Some(Duration::from_nanos(min as u64)),
-        );
-        ctx.emit(NAME, "2pc", bp, Body::Stages(breakdown))?;
-        ctx.progress().advance(1);
 
         let mand = |ns: f64| Value::from(and as f64 / ns * 1e3);
         rows.push(vec![
             Value::from(name),
+            Value::from(hash.name()),
             Value::from(and),
             Value::from(stats.gates),
             Value::from(plain / 1e3),
@@ -492,22 +617,35 @@ impl Scenario for Gc2pc {
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
         let plan = Plan::of(ctx.options.preset);
+        let (hash, chosen_hash) = session_hash(ctx)?;
+        // Three gate kinds, two hashes, one or two backends.
         let micro = if HashBackend::detect() == HashBackend::Portable {
-            3
-        } else {
             6
+        } else {
+            12
         };
         let circuits = chosen(ctx)?;
         let own = !ctx.options.circuits.is_empty();
+        let per_circuit = if chosen_hash { 4 } else { 5 };
         ctx.progress()
-            .begin(NAME, (micro + circuits.len() * 4) as u64);
-        let costs = self.gate_costs(ctx, &plan)?;
+            .begin(NAME, (micro + circuits.len() * per_circuit) as u64);
+        let (costs, figures) = self.gate_costs(ctx, &plan, hash)?;
         let mut rows = Vec::new();
         let mut bytes = Vec::new();
+        let mut by_hash = Vec::new();
         for chosen in &circuits {
             // The cost summary: AES-128 of the published comparison, or each of the user's.
             let headline = own || chosen.spec == HEADLINE_CIRCUIT;
-            let wire = self.run_circuit(ctx, &plan, &costs, chosen, headline, &mut rows)?;
+            let wire = self.run_circuit(
+                ctx,
+                &plan,
+                &costs,
+                chosen,
+                headline,
+                (hash, chosen_hash),
+                &mut rows,
+                &mut by_hash,
+            )?;
             bytes.push((chosen.spec.as_str(), wire));
         }
         let table = Table {
@@ -515,6 +653,7 @@ impl Scenario for Gc2pc {
             title: "Garbled-circuit throughput (medians)".into(),
             columns: [
                 "circuit",
+                "hash",
                 "AND gates",
                 "gates",
                 "plain µs",
@@ -533,10 +672,22 @@ impl Scenario for Gc2pc {
                 "2PC: two processes over loopback TCP, OT included; single-shot is one \
                  evaluation per session, bulk many."
                     .into(),
-                "Reference (markkurossi/mpc, Go, 2022): AND 176.5 ns, XOR 20.6 ns per gate.".into(),
+                "Other engines' figures: the peers table.".into(),
             ],
         };
         ctx.emit(NAME, "2pc", params! {}, Body::Table(table))?;
+        ctx.emit(
+            NAME,
+            "gc",
+            params! {},
+            Body::Table(analysis::hash_table(&figures, &by_hash)),
+        )?;
+        ctx.emit(
+            NAME,
+            "2pc",
+            params! {},
+            Body::Table(analysis::peer_table(&figures, &by_hash)),
+        )?;
         // The garbler's socket counters (bytes the kernel accepted), one single-shot session
         // per circuit, against the protocol's messages: 32 bytes per AND gate plus the
         // input labels, the OT traffic and the header (`expected_wire_bytes`).

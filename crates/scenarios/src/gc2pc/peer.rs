@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use garble::channel::{Channel, Deadline, TcpChannel};
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
+use garble::hash::GcHash;
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
 
@@ -107,7 +108,7 @@ impl Token {
 /// An evaluator spec as one line of text: a version, then the fields, `;`-separated (no
 /// field may contain `;`: addresses, names, numbers and hex).
 pub(crate) fn spec_text(fields: &[&str]) -> String {
-    format!("v2;{}", fields.join(";"))
+    format!("v3;{}", fields.join(";"))
 }
 
 /// The `N` fields of a spec made by [`spec_text`]; `env` names the evaluator's variable in
@@ -120,7 +121,7 @@ pub(crate) fn spec_fields<'a, const N: usize>(
     let Some((&version, fields)) = parts.split_first() else {
         return Err(format!("{env} spec: empty"));
     };
-    if version != "v2" {
+    if version != "v3" {
         return Err(format!("{env} spec: unknown version"));
     }
     <[&str; N]>::try_from(fields)
@@ -134,6 +135,7 @@ pub(super) struct EvaluatorSpec {
     evaluations: u64,
     input: Vec<u8>,
     token: Token,
+    hash: GcHash,
 }
 
 impl Drop for EvaluatorSpec {
@@ -151,11 +153,12 @@ impl EvaluatorSpec {
             &self.evaluations.to_string(),
             &hex(&self.input),
             &self.token.hex(),
+            self.hash.name(),
         ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, circuit, evaluations, input, token] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, circuit, evaluations, input, token, hash] = spec_fields(EVALUATOR_ENV, s)?;
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             circuit: circuit.to_owned(),
@@ -164,6 +167,9 @@ impl EvaluatorSpec {
                 .map_err(|_| format!("{EVALUATOR_ENV} spec: bad evaluation count"))?,
             input: unhex(input).map_err(|_| format!("{EVALUATOR_ENV} spec: bad input"))?,
             token: Token::from_hex(token)?,
+            hash: hash
+                .parse()
+                .map_err(|e| format!("{EVALUATOR_ENV} spec: {e}"))?,
         })
     }
 }
@@ -181,6 +187,7 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     let n = usize::try_from(spec.evaluations).map_err(|e| e.to_string())?;
     let opts = SessionOptions {
         deadline: Some(deadline),
+        hash: spec.hash,
         ..SessionOptions::default()
     };
     let out =
@@ -279,16 +286,18 @@ fn read_spec() -> Result<String, String> {
 
 /// One two-party session over loopback TCP: this process garbles, a child process (this
 /// binary, which must call [`crate::run_if_child`] first thing) evaluates the circuit `name`
-/// (a library name or a Bristol file's path; `c` is the same circuit, already loaded). Returns the garbler's report
-/// after checking both parties' outputs against plain evaluation.
+/// (a library name or a Bristol file's path; `c` is the same circuit, already loaded), both
+/// garbling with `hash`. Returns the garbler's report after checking both parties' outputs
+/// against plain evaluation.
 pub fn two_party(
     name: &str,
     c: &Circuit,
     garbler_input: &[u8],
     evaluator_input: &[u8],
     evaluations: u64,
+    hash: GcHash,
 ) -> Result<SessionReport, ScenarioError> {
-    two_party_both(name, c, garbler_input, evaluator_input, evaluations).map(|r| r.garbler)
+    two_party_both(name, c, garbler_input, evaluator_input, evaluations, hash).map(|r| r.garbler)
 }
 
 /// [`two_party`], with the evaluator's CPU time as well.
@@ -298,6 +307,7 @@ pub fn two_party_both(
     garbler_input: &[u8],
     evaluator_input: &[u8],
     evaluations: u64,
+    hash: GcHash,
 ) -> Result<TwoParty, ScenarioError> {
     let step = "two-party session";
     let fail = |m: String| ScenarioError::step(step, m);
@@ -309,6 +319,7 @@ pub fn two_party_both(
             evaluations,
             input: evaluator_input.to_vec(),
             token: token.clone(),
+            hash,
         }
         .encode()
     };
@@ -317,8 +328,11 @@ pub fn two_party_both(
         let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
             .map_err(|e| e.to_string())?;
         let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
-        session::run_garbler(ch, c, &vec![bits; n], &SessionOptions::default())
-            .map_err(|e| e.to_string())
+        let opts = SessionOptions {
+            hash,
+            ..SessionOptions::default()
+        };
+        session::run_garbler(ch, c, &vec![bits; n], &opts).map_err(|e| e.to_string())
     })?;
     let want = hex(&expected);
     let Some((got, evaluator_busy)) = parse_evaluator_line(stdout.trim()) else {
@@ -550,20 +564,25 @@ mod tests {
             evaluations: 7,
             input: vec![1, 2, 3],
             token: token.clone(),
+            hash: GcHash::FixedKey,
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
             (d.addr.as_str(), d.circuit.as_str(), d.evaluations, &d.input),
             ("127.0.0.1:4000", "aes128", 7, &vec![1, 2, 3])
         );
+        assert_eq!(d.hash, GcHash::FixedKey);
         assert!(d.token.matches(&token.0));
         let t = token.hex();
-        assert!(EvaluatorSpec::decode(&format!("v1;a;b;1;00;{t}")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v2;a;b;x;00;{t}")).is_err());
-        assert!(EvaluatorSpec::decode("v2;a;b;1;00;0011").is_err());
-        assert!(EvaluatorSpec::decode("v2;a;b;1;00").is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh")).is_ok());
+        // Another version, a bad count, a bad token, a field missing, an unknown hash.
+        assert!(EvaluatorSpec::decode(&format!("v2;a;b;1;00;{t};mitccrh")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;x;00;{t};mitccrh")).is_err());
+        assert!(EvaluatorSpec::decode("v3;a;b;1;00;0011;mitccrh").is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t}")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};sha")).is_err());
         // Errors quote no field: the input may be a secret.
-        let e = EvaluatorSpec::decode(&format!("v2;a;b;1;abcdefgz;{t}"))
+        let e = EvaluatorSpec::decode(&format!("v3;a;b;1;abcdefgz;{t};mitccrh"))
             .err()
             .unwrap();
         assert!(!e.contains("abcdef"), "{e}");
@@ -601,6 +620,7 @@ mod tests {
             evaluations: 1,
             input: plain,
             token: token.clone(),
+            hash: GcHash::default(),
         }
         .encode();
         let evaluator = std::thread::spawn(move || evaluate(&spec));
