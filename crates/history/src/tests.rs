@@ -230,6 +230,34 @@ pub(crate) fn check_series(s: &mut dyn Store) {
         .to_string();
     assert!(e.contains("@native") && e.contains("@sandbox"), "{e}");
     assert!(Key::parse("no-slash", &[]).is_err());
+    // Every measurement at once: the two backends apart, each with the step, and each key's
+    // text parses back to a key that selects the same series.
+    let all = every_series(&*s, &RunFilter::default(), &Default::default()).unwrap();
+    let names: Vec<String> = all.iter().map(|s| s.key.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "sealing/seal@native size_bytes=4096",
+            "sealing/seal@sandbox size_bytes=4096"
+        ]
+    );
+    for one in &all {
+        assert_eq!(one.points.len(), 30);
+        assert_eq!(one.changes.len(), 1, "{:?}", one.changes);
+        assert_eq!(one.changes[0].index, 15);
+        let text = one.key.to_string();
+        let mut words = text.split(' ');
+        let head = words.next().unwrap();
+        let params: Vec<String> = words.map(str::to_owned).collect();
+        let again = crate::series(
+            &*s,
+            &Key::parse(head, &params).unwrap(),
+            &RunFilter::default(),
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(again.points, one.points);
+    }
     assert!(Key::parse("a/b", &["novalue".into()]).is_err());
 }
 
