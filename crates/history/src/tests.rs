@@ -159,6 +159,18 @@ pub(crate) fn check_selectors(s: &mut dyn Store) {
         assert!(s.tag(ids[0], bad).is_err(), "{bad:?} became a tag");
     }
     assert!(s.tag(999, "x").is_err());
+    // A run imported now that started before all of them takes its place by its time: it
+    // is listed last and is not `last`, though its number is the highest.
+    let old = store_run(s, &run("2026-11-23T09:00:00Z", 1.0), RunStatus::Complete);
+    assert!(old > ids[3]);
+    assert_eq!(select(&*s, "last").unwrap(), [ids[3]]);
+    let listed: Vec<i64> = s
+        .runs(&RunFilter::default())
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(listed, [ids[3], ids[2], ids[1], ids[0], old]);
 }
 
 #[test]
