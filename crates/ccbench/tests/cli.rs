@@ -418,11 +418,9 @@ fn gc_input_errors_name_their_source_and_never_its_content() {
     assert!(stderr(&o).contains(bad.to_str().unwrap()), "{}", stderr(&o));
     assert!(stderr(&o).contains("hex"), "{}", stderr(&o));
     assert!(stderr(&o).contains("character 33"), "{}", stderr(&o));
-    assert!(
-        !stderr(&o).contains("00112233") && !stderr(&o).contains('X'),
-        "{}",
-        stderr(&o)
-    );
+    // Nothing of the content (the temporary folder's random name may hold an X: not that).
+    let said = stderr(&o).replace(bad.to_str().unwrap(), "");
+    assert!(!said.contains("00112233") && !said.contains('X'), "{said}");
     // Bad or no hex on stdin.
     let o = evaluate(&["--input", "-"], Some("not hex at all"));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
