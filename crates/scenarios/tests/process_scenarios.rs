@@ -251,6 +251,29 @@ fn tls_middlebox_on_every_backend() {
             .count(),
         5 * plan.sizes.len()
     );
+    // The clients verified the enclave's (emulated) quote in every measured middlebox pass,
+    // and every middlebox record says the attestation is emulated.
+    let attested = checks("key-share-attestation");
+    assert_eq!(attested.len(), 1);
+    assert_eq!(
+        attested[0].verdict,
+        measure::record::Verdict::Pass,
+        "{attested:?}"
+    );
+    assert!(
+        attested[0].message.contains(&format!(
+            "in {n} of {n} middlebox passes",
+            n = 4 * plan.sizes.len()
+        )),
+        "{attested:?}"
+    );
+    for r in records
+        .iter()
+        .filter(|r| r.kind() == "measurement" && r.name() == Some("record"))
+    {
+        let emulated = r.params.get("attestation") == Some(&Value::from("emulated"));
+        assert_eq!(emulated, r.backend != "direct", "{:?}", r.params);
+    }
     let tables: Vec<&str> = records
         .iter()
         .filter_map(|r| match &r.body {

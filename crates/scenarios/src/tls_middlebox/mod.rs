@@ -13,6 +13,13 @@
 //! ([`service`], seven ecalls after SGXBox's). Secrets stay inside: no reply, error or
 //! record carries one.
 //!
+//! The engine's key reaches clients through the host, so the enclave quotes it
+//! (`enclave::attest`, **emulated**: an Ed25519 platform key derived from the platform root
+//! key, no hardware), and each pass's clients verify the quote against the platform identity
+//! and the enclave measurement they know ([`service::Trust`]) before sealing any share; a
+//! refused quote means no share is sent and the pass fails, saying why. Every middlebox
+//! record carries `attestation = "emulated"`.
+//!
 //! # What is measured, and why
 //!
 //! 1. **Per-ecall profile and the advisor**: one flow through the sandbox with regular
@@ -56,7 +63,7 @@ use harness::boundary::{self, Config};
 use harness::{At, Context, Preset, RunOptions, Scenario, ScenarioError};
 use pki::Pki;
 use relay::Middlebox;
-use service::{Call, Client, EngineLimits, SERVICE};
+use service::{Call, Client, EngineLimits, SERVICE, Trust};
 use workload::{PATTERNS, PassConfig, PassResult};
 
 pub use service::register;
@@ -222,6 +229,15 @@ struct Outcome {
     busy_cores: Option<f64>,
     breakdown: Option<Breakdown>,
     problems: Vec<String>,
+    /// The clients' check of the enclave's key (none without a middlebox).
+    attestation: workload::Attestation,
+}
+
+/// What the clients and servers of every pass hold: the certificates, and what the clients
+/// trust before sealing a key share.
+struct Endpoints {
+    pki: Pki,
+    trust: Trust,
 }
 
 /// The `tls-middlebox` scenario.
@@ -242,6 +258,11 @@ impl TlsMiddlebox {
         p.insert("config".into(), Value::from(o.setup.key()));
         p.insert("record_size_bytes".into(), Value::from(o.size));
         p.insert("flows".into(), Value::from(plan.flows));
+        if o.config.is_some() {
+            // The clients verified the enclave's quote before sealing their shares; the
+            // quote is signed by an emulated platform key, not by hardware.
+            p.insert("attestation".into(), Value::from("emulated"));
+        }
         if matches!(o.setup, Setup::AllSwitchless | Setup::Advisor) {
             let names: Vec<String> = o
                 .switchless
@@ -271,7 +292,7 @@ impl TlsMiddlebox {
         &self,
         ctx: &Context<'_>,
         plan: &Plan,
-        pki: &Pki,
+        endpoints: &Endpoints,
         setup: Setup,
         size: usize,
         switchless: &[u32],
@@ -286,7 +307,7 @@ impl TlsMiddlebox {
         let records = pass.records_per_flow * plan.flows as u64;
         ctx.check_cancel()?;
         let Some(config) = Self::config(setup, plan) else {
-            let r = workload::run_pass(&pass, pki, None, None)?;
+            let r = workload::run_pass(&pass, &endpoints.pki, None, None)?;
             row.ns_per_record = per_record(&r, records);
             return Ok(Outcome {
                 setup,
@@ -298,6 +319,7 @@ impl TlsMiddlebox {
                 busy_cores: None,
                 breakdown: None,
                 problems: analysis::problems(&r, plan.flows, false),
+                attestation: r.attestation,
             });
         };
         let config = if switchless.is_empty() {
@@ -306,8 +328,8 @@ impl TlsMiddlebox {
             config
         };
         let registry = register(Registry::new());
-        let builder = config
-            .builder(ctx, SERVICE, switchless, &[])
+        // The platform keys: the enclave quotes its engine key with them.
+        let builder = boundary::with_sealing(ctx, config.builder(ctx, SERVICE, switchless, &[]))
             .tcs((2 * plan.flows).clamp(2, MAX_TCS));
         let enclave = boundary::start(builder, &registry)?;
         let client = Client::new(&enclave);
@@ -319,7 +341,7 @@ impl TlsMiddlebox {
         let cpu0 = process_cpu_ns(enclave.pid());
         let own0 = process_cpu_ns(Some(std::process::id()));
         let wall0 = std::time::Instant::now();
-        let r = workload::run_pass(&pass, pki, Some(&mb), None)?;
+        let r = workload::run_pass(&pass, &endpoints.pki, Some((&mb, &endpoints.trust)), None)?;
         let wall = wall0.elapsed().as_nanos() as f64;
         let since = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
         let own = since(process_cpu_ns(Some(std::process::id())), own0);
@@ -341,6 +363,7 @@ impl TlsMiddlebox {
         let all_records = records * pass.rounds as u64;
         row.cpu_ns_per_record =
             enclave_cpu.map(|e| (relay_cpu + e) as f64 / all_records.max(1) as f64);
+        let attestation = r.attestation.clone();
         let measured = [r];
         let trace = enclave.trace();
         let (mut inspected, mut busy, mut ecall) = (0, 0, 0);
@@ -367,6 +390,7 @@ impl TlsMiddlebox {
             busy_cores,
             breakdown: Some(Breakdown::new(inspected, busy, ecall, inside)),
             problems,
+            attestation,
         })
     }
 
@@ -379,13 +403,13 @@ impl TlsMiddlebox {
         &self,
         ctx: &Context<'_>,
         plan: &Plan,
-        pki: &Pki,
+        endpoints: &Endpoints,
     ) -> Result<(Outcome, Plan), ScenarioError> {
         let one = Plan {
             flows: 1,
             ..plan.clone()
         };
-        let o = self.measure(ctx, &one, pki, Setup::Sandbox, PROFILE_SIZE, &[])?;
+        let o = self.measure(ctx, &one, endpoints, Setup::Sandbox, PROFILE_SIZE, &[])?;
         if !o.problems.is_empty() {
             return Err(ScenarioError::step(
                 "the per-ecall profile",
@@ -582,8 +606,14 @@ impl TlsMiddlebox {
         let load = rustix::system::sysinfo().loads[0] as f64 / 65536.0;
         ctx.progress()
             .begin(NAME, (1 + Setup::ALL.len() * plan.sizes.len()) as u64);
-        let pki = Pki::generate()?;
-        let profile = self.profile(ctx, &plan, &pki)?;
+        // What the clients trust: the platform identity from the key directory the enclaves
+        // use, and the middlebox's measurement in this executable (not learned from the host).
+        let endpoints = Endpoints {
+            pki: Pki::generate()?,
+            trust: Trust::of_this_binary(ctx.options.platform_key_dir.as_deref())
+                .at("the clients' trust anchors")?,
+        };
+        let profile = self.profile(ctx, &plan, &endpoints)?;
         let mut switchless_advised = Vec::new();
         let mut outcomes: Vec<Outcome> = Vec::new();
         let all: Vec<u32> = Call::ALL.iter().map(|&c| c.into()).collect();
@@ -594,7 +624,7 @@ impl TlsMiddlebox {
                     Setup::Advisor => &switchless_advised,
                     _ => &[],
                 };
-                let o = self.measure(ctx, &plan, &pki, setup, size, ids)?;
+                let o = self.measure(ctx, &plan, &endpoints, setup, size, ids)?;
                 self.emit_outcome(ctx, &plan, &o)?;
                 if setup == Setup::Sandbox && size == PROFILE_SIZE {
                     // Before the switchless setups run: the advisor needs the spare cores.
@@ -683,6 +713,19 @@ impl TlsMiddlebox {
                 }),
             )?;
         }
+
+        ctx.emit(
+            NAME,
+            "all",
+            Params::from([("attestation".to_owned(), Value::from("emulated"))]),
+            Body::Check(analysis::attestation_check(
+                &endpoints.trust,
+                outcomes
+                    .iter()
+                    .filter(|o| o.config.is_some())
+                    .map(|o| &o.attestation),
+            )),
+        )?;
 
         affinity::run(ctx, NAME, &plan)?;
 

@@ -140,9 +140,17 @@ impl<'e> Middlebox<'e> {
         })
     }
 
-    /// The engine's public key (for endpoints' key shares).
+    /// The engine's public key and the enclave's quote of it, as the host hands them to
+    /// endpoints (who verify the quote before sealing a share to the key).
     pub fn engine(&self) -> &EngineKey {
         &self.engine
+    }
+
+    /// Replaces the engine key the host hands out: what a dishonest host does (tests of
+    /// the endpoints' attestation check).
+    #[cfg(test)]
+    pub(super) fn substitute_engine_key(&mut self, engine: EngineKey) {
+        self.engine = engine;
     }
 
     /// The typed enclave client.
