@@ -486,6 +486,36 @@ pub fn target_checks(rows: &[Row], native: &str, sandbox: &str) -> Vec<Check> {
     out
 }
 
+/// The batched configuration's targets (issue 22): at 1 KiB records it keeps at least 80%
+/// of the native middlebox's records/s, at 16 KiB at least 90% (warnings: targets, not
+/// correctness).
+pub fn batched_checks(rows: &[Row], native: &str, batched: &str) -> Vec<Check> {
+    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
+    let mut out = Vec::new();
+    for (size, need) in [(1024usize, 0.80), (16384, 0.90)] {
+        if let (Some(n), Some(b)) = (find(native, size), find(batched, size)) {
+            let share = b.records_per_s() / n.records_per_s();
+            out.push(Check::run(
+                format!("batched-share-{size}"),
+                if share >= need {
+                    Verdict::Pass
+                } else {
+                    Verdict::Warn
+                },
+                format!(
+                    "{size}-byte records: sandbox with records batched across flows {:.0} \
+                     records/s, native middlebox {:.0} records/s: {:.0}% (target >= {:.0}%)",
+                    b.records_per_s(),
+                    n.records_per_s(),
+                    share * 100.0,
+                    need * 100.0
+                ),
+            ));
+        }
+    }
+    out
+}
+
 /// How much slower than the best measured configuration the advisor's selection may be
 /// (time per record) before its choice is called wrong.
 pub const ADVISOR_TOLERANCE: f64 = 0.20;

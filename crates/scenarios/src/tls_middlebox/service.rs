@@ -10,6 +10,7 @@
 //! | `init_tls_process` | once the two hellos were seen | binds the client and server randoms read from the clear-text hellos to the flow |
 //! | `start_tls_process` | at each direction's ChangeCipherSpec | finds the flow's key share, derives the key block (TLS 1.2 PRF, HMAC-SHA384) once, and starts that direction's decrypter at sequence number 0 |
 //! | `reproduce_ssl_context` | per encrypted record | checks the framing, decrypts with AES-256-GCM, and for application data counts the rule set's matches |
+//! | `reproduce_ssl_context_batch` | per batch of encrypted records, across flows (the `batched` configuration) | the same for each record of the batch, in order, one verdict or refusal each; a batch over [`MAX_BATCH_RECORDS`] or [`MAX_BATCH_BYTES`] is refused whole |
 //!
 //! The master secret reaches the enclave sealed to the engine's key (HPKE base mode,
 //! X25519, HKDF-SHA256, AES-128-GCM, the client random as additional data): the host relays
@@ -73,8 +74,16 @@ harness::calls! {
         StartTlsProcess = 5 => "start_tls_process",
         /// One encrypted record: decrypt and inspect.
         ReproduceSslContext = 6 => "reproduce_ssl_context",
+        /// Encrypted records of any flows: decrypt and inspect each (one crossing for all).
+        ReproduceSslContextBatch = 7 => "reproduce_ssl_context_batch",
     }
 }
+
+/// The most records one `reproduce_ssl_context_batch` may carry.
+pub const MAX_BATCH_RECORDS: usize = 1024;
+/// The most record bytes (headers and fragments) one `reproduce_ssl_context_batch` may
+/// carry: 4 MiB, 250 maximal records.
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
 
 /// `init_decryption_engine`'s request.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
@@ -305,6 +314,17 @@ pub struct RecordIn {
     pub record: Vec<u8>,
 }
 
+/// `reproduce_ssl_context_batch`'s request: records of any flows and directions; those of one
+/// flow and direction in the order they were sent.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct RecordBatch {
+    /// The records.
+    pub records: Vec<RecordIn>,
+}
+
+/// `reproduce_ssl_context_batch`'s reply: one outcome per record, in the batch's order.
+pub type BatchVerdicts = Vec<Result<Verdict, MiddleboxError>>;
+
 /// `reproduce_ssl_context`'s reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
 pub struct Verdict {
@@ -368,6 +388,14 @@ pub enum MiddleboxError {
     /// The enclave could not quote its key (it was started without platform keys).
     #[error("quoting the engine key: {0}")]
     Attestation(String),
+    /// A batch over the bounds ([`MAX_BATCH_RECORDS`], [`MAX_BATCH_BYTES`]).
+    #[error("a batch of {records} records and {bytes} bytes is over the bounds")]
+    BatchTooLarge {
+        /// Records in it.
+        records: u64,
+        /// Record bytes in it.
+        bytes: u64,
+    },
 }
 
 /// One direction's decrypter and counts.
@@ -629,6 +657,17 @@ impl MiddleboxService {
         })
     }
 
+    fn reproduce_batch(&self, b: RecordBatch) -> Reply<BatchVerdicts> {
+        let bytes: usize = b.records.iter().map(|r| r.record.len()).sum();
+        if b.records.len() > MAX_BATCH_RECORDS || bytes > MAX_BATCH_BYTES {
+            return Err(MiddleboxError::BatchTooLarge {
+                records: b.records.len() as u64,
+                bytes: bytes as u64,
+            });
+        }
+        Ok(b.records.into_iter().map(|r| self.reproduce(r)).collect())
+    }
+
     fn call(&self, call: Call, input: &[u8], ctx: &Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
         Ok(match call {
             Call::InitDecryptionEngine => self
@@ -648,6 +687,9 @@ impl MiddleboxService {
                 .encode(),
             Call::StartTlsProcess => self.start_tls(codec::decode("start tls", input)?).encode(),
             Call::ReproduceSslContext => self.reproduce(codec::decode("record", input)?).encode(),
+            Call::ReproduceSslContextBatch => self
+                .reproduce_batch(codec::decode("record batch", input)?)
+                .encode(),
         })
     }
 }
@@ -776,5 +818,13 @@ impl<'e> Client<'e> {
     /// `reproduce_ssl_context`: one record in, its verdict out.
     pub fn reproduce_ssl_context(&self, record: &RecordIn) -> Result<Verdict, ClientError> {
         self.call(Call::ReproduceSslContext, record)
+    }
+
+    /// `reproduce_ssl_context_batch`: records in, one verdict or refusal each out.
+    pub fn reproduce_ssl_context_batch(
+        &self,
+        batch: &RecordBatch,
+    ) -> Result<BatchVerdicts, ClientError> {
+        self.call(Call::ReproduceSslContextBatch, batch)
     }
 }

@@ -373,3 +373,52 @@ fn a_pass_through_an_attested_middlebox_records_the_verification() {
     );
     assert!(check.message.contains("emulated"), "{}", check.message);
 }
+
+#[test]
+fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
+    use super::super::batch::BatchLimits;
+    let cfg = PassConfig {
+        flows: 4,
+        record_size: 1024,
+        records_per_flow: 20,
+        rounds: 2,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let e = native();
+    let mb = middlebox(&e).with_batching(BatchLimits {
+        max_records: 8,
+        max_bytes: 64 << 10,
+    });
+    let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
+    let p = super::super::analysis::problems(&pass, 4, true);
+    assert!(p.is_empty(), "{p:?}");
+    assert_eq!(
+        pass.flows.iter().map(|f| f.dirs[0].matches).sum::<u64>(),
+        pass.planted
+    );
+    // Every encrypted record went through the batcher, none through the per-record ecall.
+    let inspected: u64 = pass
+        .flows
+        .iter()
+        .flat_map(|f| f.dirs.iter())
+        .map(|d| d.inspected)
+        .sum();
+    let (batches, records) = mb.batcher().unwrap().stats();
+    assert_eq!(records, inspected);
+    assert!(
+        batches >= inspected.div_ceil(8) && batches <= records,
+        "{batches} {records}"
+    );
+    let trace = e.trace();
+    let calls = |c: super::super::service::Call| {
+        trace
+            .get(enclave::Direction::Ecall, c.into())
+            .map_or(0, |t| t.count)
+    };
+    assert_eq!(calls(super::super::service::Call::ReproduceSslContext), 0);
+    assert_eq!(
+        calls(super::super::service::Call::ReproduceSslContextBatch),
+        batches
+    );
+}

@@ -401,3 +401,108 @@ fn an_enclave_without_platform_keys_cannot_start_the_engine() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The batch ecall and the batcher: records of one flow (and a stray one) in batches within
+/// the limits, one outcome each in order, the same counts as one ecall per record; a batch
+/// over the enclave's bounds is refused whole.
+#[test]
+fn batches_decrypt_every_record_in_order_within_their_limits() {
+    use super::super::batch::{BatchLimits, Batcher};
+    use super::super::service::{MAX_BATCH_RECORDS, RecordBatch};
+    let cap = capture(&messages(), b"ok");
+    let (cr, sr) = randoms(&cap);
+    let e = native();
+    let c = Client::new(&e);
+    let engine = c.init_decryption_engine(&limits()).unwrap();
+    c.load_ruleset(&super::super::service::Ruleset {
+        patterns: PATTERNS.iter().map(|p| p.to_vec()).collect(),
+    })
+    .unwrap();
+    let share = seal_share(&attested(&engine), cr, &cap.master).unwrap();
+    c.init_out_of_band_key_share(&share).unwrap();
+    c.set_info_flow(&FlowInfo::Open {
+        flow: 7,
+        client: "c".into(),
+        server: "s".into(),
+    })
+    .unwrap();
+    c.init_tls_process(&TlsRandoms {
+        flow: 7,
+        client_random: cr,
+        server_random: sr,
+    })
+    .unwrap();
+    let mut records = Vec::new();
+    for (dir, stream) in [
+        (Direction::ClientToServer, &cap.c2s),
+        (Direction::ServerToClient, &cap.s2c),
+    ] {
+        let mut started = false;
+        for (ct, _, bytes) in records_of(stream) {
+            if started {
+                records.push(RecordIn {
+                    flow: 7,
+                    direction: dir,
+                    record: bytes,
+                });
+            } else if ct == ContentType::ChangeCipherSpec {
+                c.start_tls_process(&StartTls {
+                    flow: 7,
+                    direction: dir,
+                })
+                .unwrap();
+                started = true;
+            }
+        }
+    }
+    // A record of a flow that is not open, in the middle.
+    let stray = RecordIn {
+        flow: 99,
+        ..records[1].clone()
+    };
+    records.insert(2, stray);
+    let n = records.len();
+    let b = Batcher::new(BatchLimits {
+        max_records: 2,
+        max_bytes: usize::MAX,
+    });
+    let out = b.submit(c, records.clone()).unwrap();
+    assert_eq!(out.len(), n);
+    assert_eq!(
+        b.stats(),
+        (n.div_ceil(2) as u64, n as u64),
+        "batches of at most 2"
+    );
+    assert_eq!(out[2], Err(MiddleboxError::UnknownFlow(99)));
+    // In order: each verdict is of its own record (TLS 1.2 headers carry the real type).
+    for (i, (v, r)) in out.iter().zip(&records).enumerate() {
+        if i != 2 {
+            assert_eq!(v.as_ref().unwrap().content_type, r.record[0], "record {i}");
+        }
+    }
+    let ok: Vec<_> = out.iter().filter_map(|v| v.as_ref().ok()).collect();
+    assert_eq!(ok.len(), n - 1);
+    assert_eq!(ok.iter().map(|v| v.matches).sum::<u32>(), 3);
+    assert_eq!(ok.iter().filter(|v| v.content_type == 23).count(), 5);
+    let r = c.set_info_flow(&FlowInfo::Close { flow: 7 }).unwrap();
+    let counts = r.counts.unwrap();
+    assert_eq!((counts[0].app_records, counts[0].matches), (4, 3));
+    assert_eq!(counts[1].app_records, 1);
+    // The limits are clamped so that any record fits in a batch.
+    let tiny = Batcher::new(BatchLimits {
+        max_records: 0,
+        max_bytes: 1,
+    });
+    assert_eq!(tiny.limits().max_records, 1);
+    assert!(tiny.limits().max_bytes >= 5 + (1 << 14) + 2048);
+    // Over the enclave's bounds: refused whole, nothing decrypted.
+    let huge = RecordBatch {
+        records: vec![records[0].clone(); MAX_BATCH_RECORDS + 1],
+    };
+    match c.reproduce_ssl_context_batch(&huge) {
+        Err(ClientError::Middlebox(MiddleboxError::BatchTooLarge { records, .. })) => {
+            assert_eq!(records, MAX_BATCH_RECORDS as u64 + 1)
+        }
+        other => panic!("{other:?}"),
+    }
+}

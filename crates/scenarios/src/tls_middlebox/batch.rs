@@ -1,0 +1,277 @@
+//! Batching records across flows: the `batched` configuration's one crossing for many
+//! records.
+//!
+//! Each relay thread collects the encrypted records of one read and submits them; records
+//! that threads of other flows submit meanwhile ride in the same ecall
+//! (`reproduce_ssl_context_batch`). The scheme is flat combining: the first thread to find
+//! no batch in flight becomes the *leader*; it takes every waiting submission up to the
+//! bounds ([`BatchLimits`]: records and bytes), makes one ecall, and hands each submitter its
+//! verdicts. When its own are done it passes the lead to the oldest waiting submission (if
+//! any) and returns, so no flow is held up serving the others for longer than one batch.
+//! A thread submits one direction of one flow, and waits for its verdicts before it
+//! forwards those bytes and reads more, so records of one direction stay in order.
+//!
+//! No thread is added and nothing spins: a waiting thread sleeps on a condition variable.
+//! On a machine without a spare core this is the alternative to switchless workers (which
+//! each take a core of their own): it removes crossings instead of moving them.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use super::service::{
+    BatchVerdicts, Client, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, RecordBatch, RecordIn,
+};
+
+/// How large one batch may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// Records in one ecall (1 ..= [`MAX_BATCH_RECORDS`]).
+    pub max_records: usize,
+    /// Record bytes in one ecall (at least one maximal record, at most [`MAX_BATCH_BYTES`]).
+    pub max_bytes: usize,
+}
+
+impl Default for BatchLimits {
+    /// 64 records or 256 KiB, whichever comes first: 64 one-KiB records, or 16 maximal ones.
+    fn default() -> Self {
+        BatchLimits {
+            max_records: 64,
+            max_bytes: 256 << 10,
+        }
+    }
+}
+
+/// The largest TLS record the relay passes on: a header and 2^14 + 2048 bytes.
+const LARGEST_RECORD: usize = super::records::HEADER_LEN + (1 << 14) + 2048;
+
+impl BatchLimits {
+    /// The limits clamped to what the enclave accepts and to at least one record of any
+    /// size, so that every record fits in some batch.
+    pub fn clamped(self) -> Self {
+        BatchLimits {
+            max_records: self.max_records.clamp(1, MAX_BATCH_RECORDS),
+            max_bytes: self.max_bytes.clamp(LARGEST_RECORD, MAX_BATCH_BYTES),
+        }
+    }
+}
+
+/// Where a submitter waits.
+enum State {
+    /// In the queue.
+    Waiting,
+    /// The leader passed the lead to this submission: it leads now.
+    Lead,
+    /// Its verdicts (or why the whole batch failed).
+    Done(Result<BatchVerdicts, String>),
+}
+
+struct Slot {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+struct Submission {
+    records: Vec<RecordIn>,
+    bytes: usize,
+    slot: Arc<Slot>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Submission>,
+    /// A leader is at work.
+    leading: bool,
+}
+
+/// The batcher shared by all relay threads of one middlebox.
+pub struct Batcher {
+    limits: BatchLimits,
+    queue: Mutex<Queue>,
+    batches: AtomicU64,
+    records: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section below leaves the state whole before it can panic.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Batcher {
+    /// A batcher within `limits` (clamped, [`BatchLimits::clamped`]).
+    pub fn new(limits: BatchLimits) -> Self {
+        Batcher {
+            limits: limits.clamped(),
+            queue: Mutex::default(),
+            batches: AtomicU64::new(0),
+            records: AtomicU64::new(0),
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> BatchLimits {
+        self.limits
+    }
+
+    /// Ecalls made, and the records they carried.
+    pub fn stats(&self) -> (u64, u64) {
+        (
+            self.batches.load(Ordering::Relaxed),
+            self.records.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Decrypts and inspects `records` in the enclave, batched with whatever other flows
+    /// submit meanwhile; returns one outcome per record, in order, or why their batch failed
+    /// as a whole. Records beyond the limits go in several batches, in order.
+    pub fn submit(
+        &self,
+        client: Client<'_>,
+        records: Vec<RecordIn>,
+    ) -> Result<BatchVerdicts, String> {
+        let mut out = Vec::with_capacity(records.len());
+        let mut chunk = Vec::new();
+        let mut bytes = 0;
+        for r in records {
+            if !chunk.is_empty()
+                && (chunk.len() == self.limits.max_records
+                    || bytes + r.record.len() > self.limits.max_bytes)
+            {
+                out.extend(self.submit_one(client, std::mem::take(&mut chunk), bytes)?);
+                bytes = 0;
+            }
+            bytes += r.record.len();
+            chunk.push(r);
+        }
+        if !chunk.is_empty() {
+            out.extend(self.submit_one(client, chunk, bytes)?);
+        }
+        Ok(out)
+    }
+
+    /// One submission within the limits.
+    fn submit_one(
+        &self,
+        client: Client<'_>,
+        records: Vec<RecordIn>,
+        bytes: usize,
+    ) -> Result<BatchVerdicts, String> {
+        let slot = Arc::new(Slot {
+            state: Mutex::new(State::Waiting),
+            cv: Condvar::new(),
+        });
+        {
+            let mut q = lock(&self.queue);
+            q.waiting.push_back(Submission {
+                records,
+                bytes,
+                slot: slot.clone(),
+            });
+            if q.leading {
+                drop(q);
+                // Wait for our verdicts, or for the lead.
+                let mut st = lock(&slot.state);
+                loop {
+                    match std::mem::replace(&mut *st, State::Waiting) {
+                        State::Done(r) => return r,
+                        State::Lead => break,
+                        State::Waiting => {
+                            st = slot.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                        }
+                    }
+                }
+            } else {
+                q.leading = true;
+            }
+        }
+        self.lead(client, &slot)
+    }
+
+    /// Leads: batches of waiting submissions until our own is done, then passes the lead on.
+    fn lead(&self, client: Client<'_>, own: &Arc<Slot>) -> Result<BatchVerdicts, String> {
+        loop {
+            let taken = self.take();
+            self.run(client, taken);
+            let mut q = lock(&self.queue);
+            let mine = {
+                let mut st = lock(&own.state);
+                match std::mem::replace(&mut *st, State::Waiting) {
+                    State::Done(r) => Some(r),
+                    other => {
+                        *st = other;
+                        None
+                    }
+                }
+            };
+            if let Some(r) = mine {
+                match q.waiting.front() {
+                    Some(next) => {
+                        *lock(&next.slot.state) = State::Lead;
+                        next.slot.cv.notify_one();
+                    }
+                    None => q.leading = false,
+                }
+                return r;
+            }
+        }
+    }
+
+    /// The oldest waiting submissions, up to the limits (at least one).
+    fn take(&self) -> Vec<Submission> {
+        let mut q = lock(&self.queue);
+        let (mut n, mut bytes) = (0, 0);
+        let mut taken = Vec::new();
+        while let Some(s) = q.waiting.front() {
+            if !taken.is_empty()
+                && (n + s.records.len() > self.limits.max_records
+                    || bytes + s.bytes > self.limits.max_bytes)
+            {
+                break;
+            }
+            n += s.records.len();
+            bytes += s.bytes;
+            if let Some(s) = q.waiting.pop_front() {
+                taken.push(s);
+            }
+        }
+        taken
+    }
+
+    /// One ecall for `taken`; each submitter gets its share of the verdicts.
+    fn run(&self, client: Client<'_>, mut taken: Vec<Submission>) {
+        if taken.is_empty() {
+            return;
+        }
+        let counts: Vec<usize> = taken.iter().map(|s| s.records.len()).collect();
+        let total: usize = counts.iter().sum();
+        let batch = RecordBatch {
+            records: taken
+                .iter_mut()
+                .flat_map(|s| std::mem::take(&mut s.records))
+                .collect(),
+        };
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.records.fetch_add(total as u64, Ordering::Relaxed);
+        let reply = match client.reproduce_ssl_context_batch(&batch) {
+            Ok(v) if v.len() == total => Ok(v),
+            Ok(v) => Err(format!(
+                "reproduce_ssl_context_batch: {} verdicts for {total} records",
+                v.len()
+            )),
+            Err(e) => Err(e.to_string()),
+        };
+        drop(batch);
+        let mut verdicts = match reply {
+            Ok(v) => Ok(v.into_iter()),
+            Err(e) => Err(e),
+        };
+        for (s, n) in taken.iter().zip(counts) {
+            let r = match &mut verdicts {
+                Ok(it) => Ok(it.by_ref().take(n).collect()),
+                Err(e) => Err(e.clone()),
+            };
+            *lock(&s.slot.state) = State::Done(r);
+            s.slot.cv.notify_one();
+        }
+    }
+}
