@@ -3,11 +3,14 @@
 //!
 //! Each relay thread collects the encrypted records of one read and submits them; records
 //! that threads of other flows submit meanwhile ride in the same ecall
-//! (`reproduce_ssl_context_batch`). The scheme is flat combining: the first thread to find
-//! no batch in flight becomes the *leader*; it takes every waiting submission up to the
-//! bounds ([`BatchLimits`]: records and bytes), makes one ecall, and hands each submitter its
-//! verdicts. When its own are done it passes the lead to the oldest waiting submission (if
-//! any) and returns, so no flow is held up serving the others for longer than one batch.
+//! (`reproduce_ssl_context_batch`). The scheme is flat combining: a thread that finds fewer
+//! than `max_in_flight` batches in flight becomes a *leader*; it takes every waiting
+//! submission up to the bounds ([`BatchLimits`]: records and bytes), makes one ecall, and
+//! hands each submitter its verdicts. When its own are done it passes the lead to the oldest
+//! waiting submission (if any) and returns, so no flow is held up serving the others for
+//! longer than one batch. More than one batch in flight (one per core by default) keeps the
+//! enclave's threads decrypting in parallel, as one ecall per record does: with a single
+//! leader, large records would be decrypted one after the other on one core.
 //! A thread submits one direction of one flow, and waits for its verdicts before it
 //! forwards those bytes and reads more, so records of one direction stay in order.
 //!
@@ -30,14 +33,18 @@ pub struct BatchLimits {
     pub max_records: usize,
     /// Record bytes in one ecall (at least one maximal record, at most [`MAX_BATCH_BYTES`]).
     pub max_bytes: usize,
+    /// Batches in the enclave at once (at least 1).
+    pub max_in_flight: usize,
 }
 
 impl Default for BatchLimits {
-    /// 64 records or 256 KiB, whichever comes first: 64 one-KiB records, or 16 maximal ones.
+    /// 64 records or 256 KiB, whichever comes first (64 one-KiB records, or 16 maximal
+    /// ones), and two batches in flight.
     fn default() -> Self {
         BatchLimits {
             max_records: 64,
             max_bytes: 256 << 10,
+            max_in_flight: 2,
         }
     }
 }
@@ -52,22 +59,23 @@ impl BatchLimits {
         BatchLimits {
             max_records: self.max_records.clamp(1, MAX_BATCH_RECORDS),
             max_bytes: self.max_bytes.clamp(LARGEST_RECORD, MAX_BATCH_BYTES),
+            max_in_flight: self.max_in_flight.max(1),
         }
     }
 }
 
-/// Where a submitter waits.
-enum State {
-    /// In the queue.
-    Waiting,
-    /// The leader passed the lead to this submission: it leads now.
-    Lead,
-    /// Its verdicts (or why the whole batch failed).
-    Done(Result<BatchVerdicts, String>),
+/// What a submitter waits for: its verdicts, or the lead.
+#[derive(Default)]
+struct SlotState {
+    /// Its verdicts (or why the whole batch failed), once a leader ran its batch.
+    result: Option<Result<BatchVerdicts, String>>,
+    /// A leader passed the lead to this submission: it holds a leader's place now.
+    promoted: bool,
 }
 
+#[derive(Default)]
 struct Slot {
-    state: Mutex<State>,
+    state: Mutex<SlotState>,
     cv: Condvar,
 }
 
@@ -80,8 +88,9 @@ struct Submission {
 #[derive(Default)]
 struct Queue {
     waiting: VecDeque<Submission>,
-    /// A leader is at work.
-    leading: bool,
+    /// Leaders' places taken (at most `max_in_flight`): leaders at work, and submissions
+    /// promoted to lead that have not woken yet.
+    leaders: usize,
 }
 
 /// The batcher shared by all relay threads of one middlebox.
@@ -156,10 +165,7 @@ impl Batcher {
         records: Vec<RecordIn>,
         bytes: usize,
     ) -> Result<BatchVerdicts, String> {
-        let slot = Arc::new(Slot {
-            state: Mutex::new(State::Waiting),
-            cv: Condvar::new(),
-        });
+        let slot = Arc::new(Slot::default());
         {
             let mut q = lock(&self.queue);
             q.waiting.push_back(Submission {
@@ -167,53 +173,61 @@ impl Batcher {
                 bytes,
                 slot: slot.clone(),
             });
-            if q.leading {
+            if q.leaders < self.limits.max_in_flight {
+                q.leaders += 1;
+            } else {
                 drop(q);
                 // Wait for our verdicts, or for the lead.
                 let mut st = lock(&slot.state);
                 loop {
-                    match std::mem::replace(&mut *st, State::Waiting) {
-                        State::Done(r) => return r,
-                        State::Lead => break,
-                        State::Waiting => {
-                            st = slot.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
-                        }
+                    if st.promoted {
+                        break;
                     }
+                    if let Some(r) = st.result.take() {
+                        return r;
+                    }
+                    st = slot.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
                 }
-            } else {
-                q.leading = true;
             }
         }
         self.lead(client, &slot)
     }
 
-    /// Leads: batches of waiting submissions until our own is done, then passes the lead on.
-    fn lead(&self, client: Client<'_>, own: &Arc<Slot>) -> Result<BatchVerdicts, String> {
+    /// Leads, holding a leader's place: batches of waiting submissions until our own is
+    /// done, then passes the place on.
+    fn lead(&self, client: Client<'_>, own: &Slot) -> Result<BatchVerdicts, String> {
         loop {
-            let taken = self.take();
-            self.run(client, taken);
-            let mut q = lock(&self.queue);
-            let mine = {
-                let mut st = lock(&own.state);
-                match std::mem::replace(&mut *st, State::Waiting) {
-                    State::Done(r) => Some(r),
-                    other => {
-                        *st = other;
-                        None
-                    }
-                }
-            };
+            let mine = lock(&own.state).result.take();
             if let Some(r) = mine {
-                match q.waiting.front() {
-                    Some(next) => {
-                        *lock(&next.slot.state) = State::Lead;
-                        next.slot.cv.notify_one();
-                    }
-                    None => q.leading = false,
-                }
+                self.pass_lead();
                 return r;
             }
+            let taken = self.take();
+            if taken.is_empty() {
+                // Another leader has our submission in its batch: wait for it.
+                let mut st = lock(&own.state);
+                while st.result.is_none() {
+                    st = own.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                }
+                continue;
+            }
+            self.run(client, taken);
         }
+    }
+
+    /// Gives our leader's place to the oldest waiting submission not yet promoted, or
+    /// frees it when there is none.
+    fn pass_lead(&self) {
+        let mut q = lock(&self.queue);
+        for s in &q.waiting {
+            let mut st = lock(&s.slot.state);
+            if !st.promoted && st.result.is_none() {
+                st.promoted = true;
+                s.slot.cv.notify_one();
+                return;
+            }
+        }
+        q.leaders = q.leaders.saturating_sub(1);
     }
 
     /// The oldest waiting submissions, up to the limits (at least one).
@@ -270,7 +284,7 @@ impl Batcher {
                 Ok(it) => Ok(it.by_ref().take(n).collect()),
                 Err(e) => Err(e.clone()),
             };
-            *lock(&s.slot.state) = State::Done(r);
+            lock(&s.slot.state).result = Some(r);
             s.slot.cv.notify_one();
         }
     }

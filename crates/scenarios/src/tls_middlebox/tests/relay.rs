@@ -389,6 +389,7 @@ fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
     let mb = middlebox(&e).with_batching(BatchLimits {
         max_records: 8,
         max_bytes: 64 << 10,
+        max_in_flight: 2,
     });
     let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
     let p = super::super::analysis::problems(&pass, 4, true);

@@ -465,6 +465,7 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
     let b = Batcher::new(BatchLimits {
         max_records: 2,
         max_bytes: usize::MAX,
+        max_in_flight: 1,
     });
     let out = b.submit(c, records.clone()).unwrap();
     assert_eq!(out.len(), n);
@@ -492,8 +493,10 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
     let tiny = Batcher::new(BatchLimits {
         max_records: 0,
         max_bytes: 1,
+        max_in_flight: 0,
     });
     assert_eq!(tiny.limits().max_records, 1);
+    assert_eq!(tiny.limits().max_in_flight, 1);
     assert!(tiny.limits().max_bytes >= 5 + (1 << 14) + 2048);
     // Over the enclave's bounds: refused whole, nothing decrypted.
     let huge = RecordBatch {
@@ -505,4 +508,52 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Many threads submitting at once, with two batches in flight: every submitter gets the
+/// outcomes of its own records, in order, and nobody waits forever (a lost leader's place
+/// would leave submissions stranded). Records of flows that are not open make each outcome
+/// name its record.
+#[test]
+fn concurrent_submitters_each_get_their_own_outcomes_in_order() {
+    use super::super::batch::{BatchLimits, Batcher};
+    let e = native();
+    let c = Client::new(&e);
+    let b = Batcher::new(BatchLimits {
+        max_records: 4,
+        max_bytes: usize::MAX,
+        max_in_flight: 2,
+    });
+    let record = records_of(&capture(&messages(), b"ok").c2s)[0].2.clone();
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (b, record) = (&b, &record);
+            s.spawn(move || {
+                for k in 0..40u64 {
+                    let ids: Vec<u64> =
+                        (0..1 + (t + k) % 6).map(|i| t << 32 | k << 8 | i).collect();
+                    let records = ids
+                        .iter()
+                        .map(|&flow| RecordIn {
+                            flow,
+                            direction: Direction::ClientToServer,
+                            record: record.clone(),
+                        })
+                        .collect();
+                    let out = b.submit(c, records).unwrap();
+                    let want: Vec<_> = ids
+                        .iter()
+                        .map(|&f| Err(MiddleboxError::UnknownFlow(f)))
+                        .collect();
+                    assert_eq!(out, want, "thread {t}, submission {k}");
+                }
+            });
+        }
+    });
+    let (batches, records) = b.stats();
+    let expected: u64 = (0..8u64)
+        .flat_map(|t| (0..40u64).map(move |k| 1 + (t + k) % 6))
+        .sum();
+    assert_eq!(records, expected);
+    assert!(batches >= expected.div_ceil(4), "{batches}");
 }
