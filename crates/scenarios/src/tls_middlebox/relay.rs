@@ -1,7 +1,8 @@
 //! The middlebox's host side: a TCP relay, one thread per direction, that reassembles
 //! records and hands each encrypted one to the enclave (`reproduce_ssl_context`), or, with
-//! batching on ([`Middlebox::with_batching`]), all the encrypted records of one read to the
-//! [`Batcher`], which carries them and other flows' in one `reproduce_ssl_context_batch`.
+//! batching on ([`Middlebox::with_batching`]), all the encrypted records of one read up to
+//! [`BatchLimits::max_record_bytes`] to the [`Batcher`], which carries them and other flows'
+//! in one `reproduce_ssl_context_batch` (larger records keep one ecall each).
 //!
 //! What the relay does with bad input, per flow (the middlebox keeps serving the others):
 //!
@@ -341,9 +342,18 @@ impl<'e> Middlebox<'e> {
                                 direction: dir,
                                 record: bytes.to_vec(),
                             };
-                            if self.batcher.is_some() {
+                            let batcher = self
+                                .batcher
+                                .as_ref()
+                                .filter(|b| bytes.len() <= b.limits().max_record_bytes);
+                            if batcher.is_some() {
                                 batch.push(record);
                             } else {
+                                // A record too large to batch: the ones before it go first,
+                                // so that each direction's records are decrypted in order.
+                                if let Some(b) = &self.batcher {
+                                    self.flush(b, &mut batch, &mut r);
+                                }
                                 let t = Instant::now();
                                 let verdict = self.client.reproduce_ssl_context(&record);
                                 r.ecall_ns += t.elapsed().as_nanos() as u64;
@@ -361,26 +371,8 @@ impl<'e> Middlebox<'e> {
                     }
                 }
             }
-            if let Some(b) = &self.batcher
-                && !batch.is_empty()
-            {
-                let n = batch.len() as u64;
-                let t = Instant::now();
-                let verdicts = b.submit(self.client, std::mem::take(&mut batch));
-                r.ecall_ns += t.elapsed().as_nanos() as u64;
-                r.inspected += n;
-                match verdicts {
-                    Ok(v) => {
-                        for verdict in v {
-                            count_verdict(&mut r, verdict.map_err(ClientError::Middlebox));
-                        }
-                    }
-                    Err(e) => {
-                        if r.enclave_errors.len() < 8 {
-                            r.enclave_errors.push(e);
-                        }
-                    }
-                }
+            if let Some(b) = &self.batcher {
+                self.flush(b, &mut batch, &mut r);
             }
             let forwarded = dst.write_all(asm.consumed());
             asm.compact();
@@ -392,6 +384,30 @@ impl<'e> Middlebox<'e> {
         }
         r.cpu_ns = thread_cpu().saturating_sub(cpu0).as_nanos() as u64;
         r
+    }
+
+    /// Inspects the records collected for a batch (if any), counting the verdicts.
+    fn flush(&self, b: &Batcher, batch: &mut Vec<RecordIn>, r: &mut DirReport) {
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len() as u64;
+        let t = Instant::now();
+        let verdicts = b.submit(self.client, std::mem::take(batch));
+        r.ecall_ns += t.elapsed().as_nanos() as u64;
+        r.inspected += n;
+        match verdicts {
+            Ok(v) => {
+                for verdict in v {
+                    count_verdict(r, verdict.map_err(ClientError::Middlebox));
+                }
+            }
+            Err(e) => {
+                if r.enclave_errors.len() < 8 {
+                    r.enclave_errors.push(e);
+                }
+            }
+        }
     }
 
     /// A clear-text handshake record: remember the client random; at the ServerHello,

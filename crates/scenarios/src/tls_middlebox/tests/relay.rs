@@ -390,6 +390,7 @@ fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
         max_records: 8,
         max_bytes: 64 << 10,
         max_in_flight: 2,
+        max_record_bytes: usize::MAX,
     });
     let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
     let p = super::super::analysis::problems(&pass, 4, true);
@@ -422,4 +423,42 @@ fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
         calls(super::super::service::Call::ReproduceSslContextBatch),
         batches
     );
+}
+
+#[test]
+fn records_too_large_to_batch_keep_their_own_ecall_and_their_order() {
+    use super::super::batch::BatchLimits;
+    use super::super::service::Call;
+    let cfg = PassConfig {
+        flows: 3,
+        record_size: 1024,
+        records_per_flow: 12,
+        rounds: 1,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let e = native();
+    // The Finished messages (tens of bytes) are batched, the 1 KiB records are not: a
+    // pending batch must go before the record that follows it, or decryption would fail.
+    let mb = middlebox(&e).with_batching(BatchLimits {
+        max_record_bytes: 512,
+        ..BatchLimits::default()
+    });
+    let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
+    let p = super::super::analysis::problems(&pass, 3, true);
+    assert!(p.is_empty(), "{p:?}");
+    let trace = e.trace();
+    let calls = |c: Call| {
+        trace
+            .get(enclave::Direction::Ecall, c.into())
+            .map_or(0, |t| t.count)
+    };
+    let app: u64 = pass.flows.iter().map(|f| f.dirs[0].app_records).sum();
+    assert_eq!(app, 3 * 13, "12 records and the flow's first, per flow");
+    // The 1 KiB records one ecall each; the flows' first records (12 bytes) and the
+    // Finished messages batched.
+    assert_eq!(calls(Call::ReproduceSslContext), 3 * 12);
+    let (batches, records) = mb.batcher().unwrap().stats();
+    assert_eq!(calls(Call::ReproduceSslContextBatch), batches);
+    assert!(records >= 3 * 3, "{records}");
 }

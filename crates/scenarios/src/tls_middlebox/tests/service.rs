@@ -466,6 +466,7 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
         max_records: 2,
         max_bytes: usize::MAX,
         max_in_flight: 1,
+        max_record_bytes: usize::MAX,
     });
     let out = b.submit(c, records.clone()).unwrap();
     assert_eq!(out.len(), n);
@@ -494,6 +495,7 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
         max_records: 0,
         max_bytes: 1,
         max_in_flight: 0,
+        max_record_bytes: 0,
     });
     assert_eq!(tiny.limits().max_records, 1);
     assert_eq!(tiny.limits().max_in_flight, 1);
@@ -523,6 +525,7 @@ fn concurrent_submitters_each_get_their_own_outcomes_in_order() {
         max_records: 4,
         max_bytes: usize::MAX,
         max_in_flight: 2,
+        max_record_bytes: usize::MAX,
     });
     let record = records_of(&capture(&messages(), b"ok").c2s)[0].2.clone();
     std::thread::scope(|s| {
