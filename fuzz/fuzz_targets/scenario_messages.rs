@@ -8,8 +8,8 @@ use harness::codec::{Decode, Encode, decode};
 use scenarios::dptree::service::InitRequest;
 use scenarios::dptree::tree::TreeError;
 use scenarios::tls_middlebox::service::{
-    EngineKey, EngineLimits, FlowInfo, FlowReply, KeyShare, MiddleboxError, RecordIn, Ruleset,
-    StartTls, TlsRandoms, Verdict,
+    BatchVerdicts, EngineKey, EngineLimits, FlowInfo, FlowReply, KeyShare, MiddleboxError,
+    RecordBatch, RecordIn, Ruleset, StartTls, TlsRandoms, Verdict,
 };
 use scenarios::txpipeline::proto::{SetupRequest, StepRequest, TxFault, TxOk, TxRequest};
 use scenarios::x509::{LoadRequest, LoopRequest};
@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    match which % 19 {
+    match which % 21 {
         0 => round_trip::<InitRequest>("init", rest),
         1 => round_trip::<Result<Vec<f64>, TreeError>>("add_batch reply", rest),
         2 => round_trip::<LoadRequest>("load", rest),
@@ -43,6 +43,8 @@ fuzz_target!(|data: &[u8]| {
         16 => round_trip::<Result<Verdict, MiddleboxError>>("record reply", rest),
         17 => round_trip::<Result<FlowReply, MiddleboxError>>("flow reply", rest),
         18 => round_trip::<Result<EngineKey, MiddleboxError>>("engine reply", rest),
+        19 => round_trip::<RecordBatch>("record batch", rest),
+        20 => round_trip::<Result<BatchVerdicts, MiddleboxError>>("batch reply", rest),
         _ => {
             let _ = scenarios::x509::AllocReport::decode(rest);
         }

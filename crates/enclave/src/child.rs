@@ -16,8 +16,9 @@
 //! 3. `PR_SET_DUMPABLE(0)`: no core dumps, no ptrace attach by other same-user processes,
 //!    `/proc/<pid>/mem` closed,
 //! 4. map the shared memory from fd 0 and validate its header and layout,
-//! 5. construct the service; with sealing enabled, load the platform root key and measure
-//!    the executable (file access is still allowed at this point),
+//! 5. construct the service; with sealing enabled, load the platform root key, measure
+//!    the executable and derive the platform keys, sealing's and the attestation key
+//!    ([`crate::attest`]) (file access is still allowed at this point),
 //! 6. spawn the TCS threads and the switchless workers (thread creation is denied later),
 //! 7. install the seccomp allow-list on all threads (`SECCOMP_FILTER_FLAG_TSYNC`),
 //! 8. report READY through the header's status futex, and park the main thread forever.
@@ -32,8 +33,9 @@ use std::time::{Duration, Instant};
 
 use rustix::fd::AsFd;
 
+use crate::attest::PlatformKeys;
 use crate::ocall;
-use crate::seal::{Identity, RootKey, Sealer};
+use crate::seal::{Identity, RootKey};
 use crate::service::{Ctx, OcallError, OcallPort, Registry, Service, ServiceError};
 use crate::shm::{self, Channel, ConvError, Layout, Shm, Side, Waiter};
 use crate::switchless::{IdSet, Pool};
@@ -85,7 +87,7 @@ struct Runtime {
     shm: Arc<Shm>,
     layout: Layout,
     service: Arc<dyn Service>,
-    sealer: Option<Sealer>,
+    keys: Option<PlatformKeys>,
     spin: Duration,
     sw_ocalls: IdSet,
     retries_before_fallback: u32,
@@ -166,7 +168,7 @@ fn start(shm: &Arc<Shm>, registry: &Registry) -> Result<(), String> {
     let service = registry
         .construct(&name, &init)
         .map_err(|e| e.to_string())?;
-    let sealer = if r(shm::H_SEALING) != 0 {
+    let keys = if r(shm::H_SEALING) != 0 {
         let n = (r(shm::H_KEYDIR_LEN) as usize).min(shm::KEYDIR_CAP);
         let dir = String::from_utf8(shm.read_vec(shm::H_KEYDIR, n))
             .map_err(|_| "key directory is not UTF-8")?;
@@ -176,7 +178,7 @@ fn start(shm: &Arc<Shm>, registry: &Registry) -> Result<(), String> {
             .map_err(|e| format!("measuring the executable: {e}"))?;
         let signer = shm.read_vec(shm::H_SIGNER, 32);
         id.signer.copy_from_slice(&signer);
-        Some(Sealer::new(root, id))
+        Some(PlatformKeys::new(root, id).map_err(|e| e.to_string())?)
     } else {
         None
     };
@@ -188,7 +190,7 @@ fn start(shm: &Arc<Shm>, registry: &Registry) -> Result<(), String> {
         shm: shm.clone(),
         layout,
         service,
-        sealer,
+        keys,
         spin: Duration::from_nanos(r(shm::H_SPIN_NS).into()),
         sw_ocalls: IdSet(sw),
         retries_before_fallback: r(shm::H_RETRIES_FALLBACK),
@@ -356,7 +358,7 @@ fn serve_call(rt: &Runtime, ch: Channel<'_>, tcs: usize) -> Result<(), ConvError
     let t0 = Instant::now();
     let mut port = EnclavePort { rt, ch };
     let r = {
-        let mut ctx = Ctx::new(&mut port, rt.sealer.as_ref(), tcs);
+        let mut ctx = Ctx::new(&mut port, rt.keys.as_ref(), tcs);
         std::panic::catch_unwind(AssertUnwindSafe(|| {
             rt.service.ecall(h.id, &input, &mut ctx)
         }))

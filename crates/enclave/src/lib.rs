@@ -13,7 +13,8 @@
 //!
 //! Also here: switchless calls ([`SwitchlessConfig`], Intel SDK semantics), always-on
 //! tracing ([`TraceSnapshot`]) and its [`advisor`], an optional transition-cost model
-//! ([`TransitionModel`]) and sealing ([`seal`]).
+//! ([`TransitionModel`]), sealing ([`seal`]) and emulated attestation ([`attest`]): quotes
+//! in the shape of SGX DCAP's, signed by a platform key derived from sealing's root key.
 //!
 //! # Using it
 //!
@@ -44,6 +45,7 @@
 
 pub mod advisor;
 pub mod alloc;
+pub mod attest;
 pub mod child;
 mod error;
 mod host;

@@ -245,6 +245,12 @@ impl RootKey {
         RootKey(bytes)
     }
 
+    /// The key's bytes, for the platform's other keys (the attestation key is derived from
+    /// them, [`crate::attest`]).
+    pub(crate) fn secret_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// A fresh random key (not persisted).
     pub fn generate() -> Result<Self, SealError> {
         let mut k = [0u8; 32];

@@ -5,13 +5,14 @@
 //! sandbox backend), keeps its own state, and is called concurrently from up to `tcs`
 //! threads (hence `&self` and `Sync`, as an SGX enclave's trusted functions are reentrant).
 //! Everything it needs from the outside world goes through [`Ctx`]: ocalls to the host's
-//! table, and the sealing keys.
+//! table, and the platform keys (sealing and quoting).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::attest::{PlatformIdentity, PlatformKeys, QuoteError, ReportData};
 use crate::ocall::{Level, builtin};
 use crate::seal::Sealer;
 use crate::wire;
@@ -71,16 +72,21 @@ pub(crate) trait OcallPort {
     fn ocall(&mut self, ocall_id: u32, input: &[u8]) -> Result<Vec<u8>, OcallError>;
 }
 
-/// What a service can reach during an ecall: ocalls, the sealing keys, its TCS slot.
+/// What a service can reach during an ecall: ocalls, the platform keys (sealing and
+/// quoting), its TCS slot.
 pub struct Ctx<'a> {
     port: &'a mut dyn OcallPort,
-    sealer: Option<&'a Sealer>,
+    keys: Option<&'a PlatformKeys>,
     tcs: usize,
 }
 
 impl<'a> Ctx<'a> {
-    pub(crate) fn new(port: &'a mut dyn OcallPort, sealer: Option<&'a Sealer>, tcs: usize) -> Self {
-        Ctx { port, sealer, tcs }
+    pub(crate) fn new(
+        port: &'a mut dyn OcallPort,
+        keys: Option<&'a PlatformKeys>,
+        tcs: usize,
+    ) -> Self {
+        Ctx { port, keys, tcs }
     }
 
     /// Makes an ocall: `input` is copied out to the host's handler for `ocall_id`, whose
@@ -120,7 +126,22 @@ impl<'a> Ctx<'a> {
     /// The sealing keys, if the enclave was started with sealing enabled. They outlive the
     /// borrow of the context, so a call can hold them across its ocalls.
     pub fn sealer(&self) -> Option<&'a Sealer> {
-        self.sealer
+        self.keys.map(|k| &k.sealer)
+    }
+
+    /// A quote of this enclave (its measurement and signer) binding `report_data`, signed by
+    /// the emulated platform's attestation key: SGX's EREPORT followed by the Quoting
+    /// Enclave, done inside the boundary so that the report data is the service's own
+    /// choice (see [`crate::attest`]). Needs the platform keys, which an enclave started with
+    /// sealing has ([`QuoteError::NotEnabled`] otherwise).
+    pub fn quote(&self, report_data: &ReportData) -> Result<Vec<u8>, QuoteError> {
+        let keys = self.keys.ok_or(QuoteError::NotEnabled)?;
+        Ok(keys.quoter.quote(report_data))
+    }
+
+    /// The identity of the platform this enclave runs on, if it has the platform keys.
+    pub fn platform_identity(&self) -> Option<PlatformIdentity> {
+        self.keys.map(|k| k.quoter.platform())
     }
 
     /// Which TCS slot this call runs on (0 for native calls and switchless workers' own

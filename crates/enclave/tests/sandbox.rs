@@ -9,7 +9,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use enclave::seal::{Policy, SealError};
+use enclave::attest::{self, PlatformIdentity, QuoteError, ReportData};
+use enclave::seal::{DEFAULT_SIGNER, Identity, Policy, SealError};
 use enclave::{
     Backend, Ctx, Direction, Enclave, Error, Level, Registry, SeccompMode, Service, ServiceError,
     SwitchlessConfig,
@@ -30,6 +31,7 @@ const SEAL: u32 = 9;
 const UNSEAL: u32 = 10;
 const ABORT: u32 = 11;
 const NOOP_OCALL: u32 = 12;
+const QUOTE: u32 = 13;
 const USER_OCALL_ID: u32 = 100;
 
 impl Service for TestService {
@@ -82,6 +84,10 @@ impl Service for TestService {
             NOOP_OCALL => {
                 ctx.noop()?;
                 Ok(Vec::new())
+            }
+            QUOTE => {
+                let data = ReportData::from_prefix(input).map_err(|e| e.to_string())?;
+                ctx.quote(&data).map_err(|e| e.to_string().into())
             }
             other => Err(ServiceError::UnknownCall(other)),
         }
@@ -423,6 +429,62 @@ fn sealing_inside_the_enclave() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+fn quoting_inside_the_enclave() {
+    let dir = tempdir();
+    let keys = format!("{dir}/keys");
+    let start_named = |name: &str, backend: Backend, keys: &str| {
+        Enclave::builder(name)
+            .backend(backend)
+            .sealing_key_dir(keys)
+            .start(&registry())
+            .unwrap()
+    };
+    let expected = Identity::of_current_exe("test", DEFAULT_SIGNER).unwrap();
+    let sandbox = start_named("test", Backend::Sandbox, &keys);
+    let platform = sandbox.platform_identity().unwrap();
+    assert_eq!(
+        platform,
+        PlatformIdentity::load(std::path::Path::new(&keys)).unwrap()
+    );
+    let quote = sandbox.ecall(QUOTE, b"a nonce").unwrap();
+    let q = attest::verify_quote(&quote, &platform, &expected.measurement).unwrap();
+    assert_eq!(q.report_data, ReportData::from_prefix(b"a nonce").unwrap());
+    assert_eq!(q.signer, expected.signer);
+    // The native backend of the same binary and service quotes the same measurement.
+    let native = start_named("test", Backend::Native, &keys);
+    assert_eq!(native.platform_identity(), Some(platform));
+    let nq = native.ecall(QUOTE, b"another").unwrap();
+    assert_eq!(
+        attest::verify(&nq, &platform, &expected.measurement).unwrap(),
+        ReportData::from_prefix(b"another").unwrap()
+    );
+    // Another service name is another enclave.
+    let other = start_named("test-other", Backend::Sandbox, &keys);
+    let oq = other.ecall(QUOTE, b"a nonce").unwrap();
+    assert!(matches!(
+        attest::verify(&oq, &platform, &expected.measurement),
+        Err(QuoteError::WrongMeasurement { .. })
+    ));
+    // Another platform (another root key): its quotes do not verify against ours.
+    let elsewhere = start_named("test", Backend::Sandbox, &format!("{dir}/other-keys"));
+    assert_ne!(elsewhere.platform_identity(), Some(platform));
+    let eq = elsewhere.ecall(QUOTE, b"a nonce").unwrap();
+    assert!(matches!(
+        attest::verify(&eq, &platform, &expected.measurement),
+        Err(QuoteError::WrongPlatform { .. })
+    ));
+    // Without platform keys there is no quote, and no platform identity.
+    let bare = start(Backend::Sandbox);
+    assert_eq!(bare.platform_identity(), None);
+    match bare.ecall(QUOTE, b"x") {
+        Err(Error::Service { message, .. }) => {
+            assert!(message.contains("no platform keys"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 fn start_up_errors() {
     let r = registry();
     assert!(matches!(
@@ -598,6 +660,7 @@ fn main() {
             switchless_misses_when_workers_are_busy,
         ),
         ("sealing_inside_the_enclave", sealing_inside_the_enclave),
+        ("quoting_inside_the_enclave", quoting_inside_the_enclave),
         ("start_up_errors", start_up_errors),
         (
             "transition_model_is_named_in_the_trace",

@@ -220,6 +220,7 @@ fn tls_middlebox_on_every_backend() {
         workers: 1,
         timeout: Duration::from_secs(20),
         affinity_calls: 400,
+        batch: scenarios::tls_middlebox::batch::BatchLimits::default(),
     };
     let sink = common::Collect(Mutex::new(Vec::new()));
     let cancel = AtomicBool::new(false);
@@ -237,7 +238,7 @@ fn tls_middlebox_on_every_backend() {
             .collect::<Vec<_>>()
     };
     let correctness = checks("correctness");
-    assert_eq!(correctness.len(), 5 * plan.sizes.len());
+    assert_eq!(correctness.len(), 6 * plan.sizes.len());
     assert!(
         correctness
             .iter()
@@ -249,8 +250,46 @@ fn tls_middlebox_on_every_backend() {
             .iter()
             .filter(|r| r.kind() == "measurement" && r.name() == Some("record"))
             .count(),
-        5 * plan.sizes.len()
+        6 * plan.sizes.len()
     );
+    // The clients verified the enclave's (emulated) quote in every measured middlebox pass,
+    // and every middlebox record says the attestation is emulated.
+    let attested = checks("key-share-attestation");
+    assert_eq!(attested.len(), 1);
+    assert_eq!(
+        attested[0].verdict,
+        measure::record::Verdict::Pass,
+        "{attested:?}"
+    );
+    assert!(
+        attested[0].message.contains(&format!(
+            "in {n} of {n} middlebox passes",
+            n = 5 * plan.sizes.len()
+        )),
+        "{attested:?}"
+    );
+    for r in records
+        .iter()
+        .filter(|r| r.kind() == "measurement" && r.name() == Some("record"))
+    {
+        let emulated = r.params.get("attestation") == Some(&Value::from("emulated"));
+        assert_eq!(emulated, r.backend != "direct", "{:?}", r.params);
+    }
+    // The batched configuration ran at every size, its records carried in batches.
+    let batched: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.kind() == "measurement" && r.name() == Some("record"))
+        .filter(|r| r.params.get("config") == Some(&Value::from("batched")))
+        .collect();
+    assert_eq!(batched.len(), plan.sizes.len());
+    for r in batched {
+        assert_eq!(r.params.get("batched"), Some(&Value::from(true)));
+        assert!(
+            matches!(r.params.get("mean_batch_records"), Some(Value::Float(x)) if *x >= 1.0),
+            "{:?}",
+            r.params
+        );
+    }
     let tables: Vec<&str> = records
         .iter()
         .filter_map(|r| match &r.body {

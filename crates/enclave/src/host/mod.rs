@@ -29,6 +29,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::Error;
+use crate::attest::PlatformIdentity;
 use crate::model::TransitionModel;
 use crate::ocall::{LogEntry, OcallHandler, OcallTable};
 use crate::seal::{DEFAULT_SIGNER, RootKey};
@@ -39,7 +40,7 @@ use crate::trace::{Trace, TraceSnapshot};
 mod native;
 mod sandbox;
 
-use native::{NativeImp, native_sealer};
+use native::{NativeImp, native_keys};
 use sandbox::SandboxImp;
 
 /// Where the service runs.
@@ -188,13 +189,14 @@ impl EnclaveBuilder {
         self.ocalls.push((id, Arc::new(handler)));
         self
     }
-    /// Enables sealing, with the platform key in the default directory
-    /// ([`RootKey::default_dir`]).
+    /// Enables the platform keys, with the platform root key in the default directory
+    /// ([`RootKey::default_dir`]): sealing ([`crate::Ctx::sealer`]) and emulated
+    /// attestation ([`crate::Ctx::quote`]), both derived from that one root key.
     pub fn sealing(mut self) -> Self {
         self.sealing = Some(None);
         self
     }
-    /// Enables sealing with the platform key in `dir`.
+    /// Enables the platform keys (as [`EnclaveBuilder::sealing`]) with the root key in `dir`.
     pub fn sealing_key_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.sealing = Some(Some(dir.into()));
         self
@@ -268,21 +270,29 @@ impl EnclaveBuilder {
         let key_dir = self.key_dir()?;
         let table = Arc::new(OcallTable::new(self.ocalls.clone()));
         let trace = Arc::new(Trace::new());
-        let backend = match self.backend {
+        let (backend, platform) = match self.backend {
             Backend::Native => {
                 let service = registry.construct(&self.name, &self.init)?;
-                let sealer = match &key_dir {
-                    Some(d) => Some(native_sealer(d, &self.name, &self.signer)?),
+                let keys = match &key_dir {
+                    Some(d) => Some(native_keys(d, &self.name, &self.signer)?),
                     None => None,
                 };
-                Imp::Native(NativeImp { service, sealer })
+                let platform = keys.as_ref().map(|k| k.quoter.platform());
+                (Imp::Native(NativeImp { service, keys }), platform)
             }
-            Backend::Sandbox => Imp::Sandbox(SandboxImp::start(
-                &self,
-                key_dir.as_deref(),
-                table.clone(),
-                trace.clone(),
-            )?),
+            Backend::Sandbox => {
+                // The host derives only the public half, from the same root key the enclave
+                // loads (created here first if missing, so both see one key).
+                let platform = match &key_dir {
+                    Some(d) => {
+                        Some(PlatformIdentity::load(d).map_err(|e| Error::Startup(e.to_string()))?)
+                    }
+                    None => None,
+                };
+                let imp =
+                    SandboxImp::start(&self, key_dir.as_deref(), table.clone(), trace.clone())?;
+                (Imp::Sandbox(imp), platform)
+            }
         };
         Ok(Enclave {
             name: self.name,
@@ -291,6 +301,7 @@ impl EnclaveBuilder {
             table,
             trace,
             started: Instant::now(),
+            platform,
             imp: backend,
         })
     }
@@ -305,6 +316,7 @@ pub struct Enclave {
     table: Arc<OcallTable>,
     trace: Arc<Trace>,
     started: Instant,
+    platform: Option<PlatformIdentity>,
     imp: Imp,
 }
 
@@ -351,6 +363,13 @@ impl Enclave {
             Imp::Native(n) => self.native_ecall(n, call_id, input),
             Imp::Sandbox(s) => s.ecall(self, call_id, input),
         }
+    }
+
+    /// The identity of the (emulated) platform the enclave runs on: the public half of its
+    /// attestation key, against which the enclave's quotes verify
+    /// ([`crate::attest::verify`]). `None` when the enclave was started without platform keys.
+    pub fn platform_identity(&self) -> Option<PlatformIdentity> {
+        self.platform
     }
 
     /// A snapshot of the trace so far.

@@ -6,25 +6,27 @@ use std::time::Instant;
 
 use super::Enclave;
 use crate::Error;
+use crate::attest::PlatformKeys;
 use crate::ocall;
-use crate::seal::{Identity, RootKey, Sealer};
+use crate::seal::{Identity, RootKey};
 use crate::service::{Ctx, OcallError, OcallPort, Service, ServiceError};
 use crate::trace::NATIVE_SAMPLE;
 
-/// The service and its sealer, in this process.
+/// The service and its platform keys, in this process.
 pub(super) struct NativeImp {
     pub(super) service: Arc<dyn Service>,
-    pub(super) sealer: Option<Sealer>,
+    pub(super) keys: Option<PlatformKeys>,
 }
 
-pub(super) fn native_sealer(
+/// The platform keys (sealing and quoting) of service `name` of this executable.
+pub(super) fn native_keys(
     dir: &std::path::Path,
     name: &str,
     signer: &str,
-) -> Result<Sealer, Error> {
+) -> Result<PlatformKeys, Error> {
     let root = RootKey::load_or_create(dir).map_err(|e| Error::Startup(e.to_string()))?;
     let id = Identity::of_current_exe(name, signer)?;
-    Ok(Sealer::new(root, id))
+    PlatformKeys::new(root, id).map_err(|e| Error::Startup(e.to_string()))
 }
 
 impl Enclave {
@@ -100,7 +102,7 @@ impl Enclave {
     fn native_call(&self, n: &NativeImp, call_id: u32, input: &[u8]) -> NativeResult {
         let mut port = NativePort { enclave: self };
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut ctx = Ctx::new(&mut port, n.sealer.as_ref(), 0);
+            let mut ctx = Ctx::new(&mut port, n.keys.as_ref(), 0);
             match n.service.ecall(call_id, input, &mut ctx) {
                 Ok(v) if v.len() == v.capacity() => Called::Exact(v.into_boxed_slice()),
                 r => Called::Other(r),

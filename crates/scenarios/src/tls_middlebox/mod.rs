@@ -13,6 +13,13 @@
 //! ([`service`], seven ecalls after SGXBox's). Secrets stay inside: no reply, error or
 //! record carries one.
 //!
+//! The engine's key reaches clients through the host, so the enclave quotes it
+//! (`enclave::attest`, **emulated**: an Ed25519 platform key derived from the platform root
+//! key, no hardware), and each pass's clients verify the quote against the platform identity
+//! and the enclave measurement they know ([`service::Trust`]) before sealing any share; a
+//! refused quote means no share is sent and the pass fails, saying why. Every middlebox
+//! record carries `attestation = "emulated"`.
+//!
 //! # What is measured, and why
 //!
 //! 1. **Per-ecall profile and the advisor**: one flow through the sandbox with regular
@@ -35,6 +42,7 @@
 
 pub mod affinity;
 pub mod analysis;
+pub mod batch;
 pub mod keys;
 pub mod pki;
 pub mod records;
@@ -52,11 +60,12 @@ use measure::sampler::Samples;
 use measure::sweep::available_cores;
 
 use analysis::{Breakdown, Row};
+use batch::BatchLimits;
 use harness::boundary::{self, Config};
 use harness::{At, Context, Preset, RunOptions, Scenario, ScenarioError};
 use pki::Pki;
 use relay::Middlebox;
-use service::{Call, Client, EngineLimits, SERVICE};
+use service::{Call, Client, EngineLimits, SERVICE, Trust};
 use workload::{PATTERNS, PassConfig, PassResult};
 
 pub use service::register;
@@ -75,6 +84,8 @@ pub enum Setup {
     Native,
     /// The sandbox, regular ecalls.
     Sandbox,
+    /// The sandbox, records of all flows batched into one ecall ([`batch`]).
+    Batched,
     /// The sandbox, all seven ecalls switchless.
     AllSwitchless,
     /// The sandbox, the ecalls the advisor chose switchless.
@@ -83,10 +94,11 @@ pub enum Setup {
 
 impl Setup {
     /// Every setup, in run order (the advisor's after the sandbox's profile).
-    pub const ALL: [Setup; 5] = [
+    pub const ALL: [Setup; 6] = [
         Setup::Direct,
         Setup::Native,
         Setup::Sandbox,
+        Setup::Batched,
         Setup::AllSwitchless,
         Setup::Advisor,
     ];
@@ -97,6 +109,7 @@ impl Setup {
             Setup::Direct => "direct (no middlebox)",
             Setup::Native => "middlebox native",
             Setup::Sandbox => "middlebox sandbox regular",
+            Setup::Batched => "middlebox sandbox batched",
             Setup::AllSwitchless => "middlebox sandbox all switchless",
             Setup::Advisor => "middlebox sandbox advisor's selection",
         }
@@ -108,6 +121,7 @@ impl Setup {
             Setup::Direct => "direct",
             Setup::Native => "native",
             Setup::Sandbox => "regular",
+            Setup::Batched => "batched",
             Setup::AllSwitchless => "all-switchless",
             Setup::Advisor => "advisor",
         }
@@ -134,6 +148,9 @@ pub struct Plan {
     pub timeout: Duration,
     /// Calls per affinity measurement.
     pub affinity_calls: u64,
+    /// The bounds of one batch in the `batched` configuration (and the advisor's, when it
+    /// advises batching).
+    pub batch: BatchLimits,
 }
 
 /// The plan: 32 long-running flows; quick 2 MiB per round, 3 measured rounds; full 16 MiB,
@@ -155,6 +172,7 @@ pub fn plan(options: &RunOptions) -> Plan {
         workers: 1,
         timeout: Duration::from_secs(20),
         affinity_calls: if quick { 20_000 } else { 200_000 },
+        batch: BatchLimits::default(),
     }
 }
 
@@ -269,6 +287,45 @@ struct Outcome {
     idle_cores: Option<f64>,
     breakdown: Option<Breakdown>,
     problems: Vec<String>,
+    /// The clients' check of the enclave's key (none without a middlebox).
+    attestation: workload::Attestation,
+    /// With batching: the bounds, and the ecalls made and records they carried.
+    batching: Option<(BatchLimits, u64, u64)>,
+}
+
+/// How the sandbox's ecalls are made in one configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Selection {
+    /// The ecalls made switchless.
+    switchless: Vec<u32>,
+    /// Records batched across flows.
+    batched: bool,
+}
+
+impl Selection {
+    /// `"none"`, or the switchless ecalls and `batched`, comma-separated.
+    fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .switchless
+            .iter()
+            .map(|&id| call_name(Direction::Ecall, id))
+            .collect();
+        if self.batched {
+            parts.push("batched".into());
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(",")
+        }
+    }
+}
+
+/// What the clients and servers of every pass hold: the certificates, and what the clients
+/// trust before sealing a key share.
+struct Endpoints {
+    pki: Pki,
+    trust: Trust,
 }
 
 /// The `tls-middlebox` scenario.
@@ -279,7 +336,7 @@ impl TlsMiddlebox {
         match setup {
             Setup::Direct => None,
             Setup::Native => Some(Config::regular(Backend::Native)),
-            Setup::Sandbox => Some(Config::regular(Backend::Sandbox)),
+            Setup::Sandbox | Setup::Batched => Some(Config::regular(Backend::Sandbox)),
             Setup::AllSwitchless | Setup::Advisor => Some(Config::switchless(plan.workers)),
         }
     }
@@ -289,6 +346,22 @@ impl TlsMiddlebox {
         p.insert("config".into(), Value::from(o.setup.key()));
         p.insert("record_size_bytes".into(), Value::from(o.size));
         p.insert("flows".into(), Value::from(plan.flows));
+        if let Some((limits, batches, records)) = o.batching {
+            p.insert("batched".into(), Value::from(true));
+            p.insert("batch_max_records".into(), Value::from(limits.max_records));
+            p.insert("batch_max_bytes".into(), Value::from(limits.max_bytes));
+            if batches > 0 {
+                p.insert(
+                    "mean_batch_records".into(),
+                    Value::from((records as f64 / batches as f64 * 10.0).round() / 10.0),
+                );
+            }
+        }
+        if o.config.is_some() {
+            // The clients verified the enclave's quote before sealing their shares; the
+            // quote is signed by an emulated platform key, not by hardware.
+            p.insert("attestation".into(), Value::from("emulated"));
+        }
         if matches!(o.setup, Setup::AllSwitchless | Setup::Advisor) {
             let names: Vec<String> = o
                 .switchless
@@ -318,11 +391,12 @@ impl TlsMiddlebox {
         &self,
         ctx: &Context<'_>,
         plan: &Plan,
-        pki: &Pki,
+        endpoints: &Endpoints,
         setup: Setup,
         size: usize,
-        switchless: &[u32],
+        selection: &Selection,
     ) -> Result<Outcome, ScenarioError> {
+        let switchless = selection.switchless.as_slice();
         let pass = plan.pass(size);
         let mut row = Row {
             config: setup.title().to_owned(),
@@ -333,7 +407,7 @@ impl TlsMiddlebox {
         let records = pass.records_per_flow * plan.flows as u64;
         ctx.check_cancel()?;
         let Some(config) = Self::config(setup, plan) else {
-            let r = workload::run_pass(&pass, pki, None, None)?;
+            let r = workload::run_pass(&pass, &endpoints.pki, None, None)?;
             row.ns_per_record = per_record(&r, records);
             return Ok(Outcome {
                 setup,
@@ -346,6 +420,8 @@ impl TlsMiddlebox {
                 idle_cores: None,
                 breakdown: None,
                 problems: analysis::problems(&r, plan.flows, false),
+                attestation: r.attestation,
+                batching: None,
             });
         };
         let config = if switchless.is_empty() {
@@ -354,8 +430,8 @@ impl TlsMiddlebox {
             config
         };
         let registry = register(Registry::new());
-        let builder = config
-            .builder(ctx, SERVICE, switchless, &[])
+        // The platform keys: the enclave quotes its engine key with them.
+        let builder = boundary::with_sealing(ctx, config.builder(ctx, SERVICE, switchless, &[]))
             .tcs((2 * plan.flows).clamp(2, MAX_TCS));
         let enclave = boundary::start(builder, &registry)?;
         let client = Client::new(&enclave);
@@ -363,12 +439,15 @@ impl TlsMiddlebox {
             max_flows: u32::try_from(plan.flows * 2).unwrap_or(u32::MAX),
             max_pending_shares: u32::try_from(plan.flows * 2).unwrap_or(u32::MAX),
         };
-        let mb = Middlebox::start(client, &limits, &PATTERNS).at("starting the middlebox")?;
+        let mut mb = Middlebox::start(client, &limits, &PATTERNS).at("starting the middlebox")?;
+        if selection.batched {
+            mb = mb.with_batching(plan.batch);
+        }
         let cpu0 = process_cpu_ns(enclave.pid());
         let own0 = process_cpu_ns(Some(std::process::id()));
         let ticks0 = machine_cpu_ticks();
         let wall0 = std::time::Instant::now();
-        let r = workload::run_pass(&pass, pki, Some(&mb), None)?;
+        let r = workload::run_pass(&pass, &endpoints.pki, Some((&mb, &endpoints.trust)), None)?;
         let wall = wall0.elapsed().as_nanos() as f64;
         let idle_cores = idle_cores_between(ticks0, machine_cpu_ticks());
         let since = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
@@ -391,6 +470,7 @@ impl TlsMiddlebox {
         let all_records = records * pass.rounds as u64;
         row.cpu_ns_per_record =
             enclave_cpu.map(|e| (relay_cpu + e) as f64 / all_records.max(1) as f64);
+        let attestation = r.attestation.clone();
         let measured = [r];
         let trace = enclave.trace();
         let (mut inspected, mut busy, mut ecall) = (0, 0, 0);
@@ -418,6 +498,11 @@ impl TlsMiddlebox {
             idle_cores,
             breakdown: Some(Breakdown::new(inspected, busy, ecall, inside)),
             problems,
+            attestation,
+            batching: mb.batcher().map(|b| {
+                let (batches, records) = b.stats();
+                (b.limits(), batches, records)
+            }),
         })
     }
 
@@ -430,13 +515,20 @@ impl TlsMiddlebox {
         &self,
         ctx: &Context<'_>,
         plan: &Plan,
-        pki: &Pki,
+        endpoints: &Endpoints,
     ) -> Result<(Outcome, Plan), ScenarioError> {
         let one = Plan {
             flows: 1,
             ..plan.clone()
         };
-        let o = self.measure(ctx, &one, pki, Setup::Sandbox, PROFILE_SIZE, &[])?;
+        let o = self.measure(
+            ctx,
+            &one,
+            endpoints,
+            Setup::Sandbox,
+            PROFILE_SIZE,
+            &Selection::default(),
+        )?;
         if !o.problems.is_empty() {
             return Err(ScenarioError::step(
                 "the per-ecall profile",
@@ -454,9 +546,9 @@ impl TlsMiddlebox {
         ctx: &Context<'_>,
         (profile, one): &(Outcome, Plan),
         spare_cores: Option<f64>,
-    ) -> Result<Vec<u32>, ScenarioError> {
+    ) -> Result<Selection, ScenarioError> {
         let Some(t) = &profile.trace else {
-            return Ok(Vec::new());
+            return Ok(Selection::default());
         };
         let config = Config::regular(Backend::Sandbox);
         let advisor = AdvisorConfig {
@@ -466,18 +558,15 @@ impl TlsMiddlebox {
         let advice = boundary::emit_advice(ctx, NAME, &config, t, &advisor, &call_name)?;
         let chosen = advised(&advice);
         let mut params = Self::params(profile, one);
-        let names: Vec<String> = chosen
-            .iter()
-            .map(|&id| call_name(Direction::Ecall, id))
-            .collect();
+        let switchless = Selection {
+            switchless: chosen.switchless.clone(),
+            batched: false,
+        };
         params.insert(
             "advised_switchless".into(),
-            Value::from(if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(",")
-            }),
+            Value::from(switchless.describe()),
         );
+        params.insert("advised_batching".into(), Value::from(chosen.batched));
         if let Some(s) = spare_cores {
             params.insert("spare_cores".into(), Value::from(s));
         }
@@ -601,15 +690,22 @@ fn hit_check(trace: &TraceSnapshot, config: &Config) -> measure::record::Check {
     )
 }
 
-/// The ecalls the advisor would make switchless, from a trace.
-fn advised(advice: &[Advice]) -> Vec<u32> {
-    advice
-        .iter()
-        .filter(|a| {
-            a.direction == Direction::Ecall && a.recommendation == Recommendation::Switchless
-        })
-        .map(|a| a.call_id)
-        .collect()
+/// What the advisor's advice selects: the ecalls it would make switchless, and batching
+/// when it advises batching the per-record ecall (`reproduce_ssl_context`), the one the
+/// `batched` configuration replaces.
+fn advised(advice: &[Advice]) -> Selection {
+    let ecall =
+        |a: &&Advice, r: Recommendation| a.direction == Direction::Ecall && a.recommendation == r;
+    Selection {
+        switchless: advice
+            .iter()
+            .filter(|a| ecall(a, Recommendation::Switchless))
+            .map(|a| a.call_id)
+            .collect(),
+        batched: advice.iter().any(|a| {
+            ecall(&a, Recommendation::Batch) && a.call_id == u32::from(Call::ReproduceSslContext)
+        }),
+    }
 }
 
 impl Scenario for TlsMiddlebox {
@@ -633,24 +729,37 @@ impl TlsMiddlebox {
         let load = rustix::system::sysinfo().loads[0] as f64 / 65536.0;
         ctx.progress()
             .begin(NAME, (1 + Setup::ALL.len() * plan.sizes.len()) as u64);
-        let pki = Pki::generate()?;
-        let profile = self.profile(ctx, &plan, &pki)?;
-        let mut switchless_advised = Vec::new();
+        // What the clients trust: the platform identity from the key directory the enclaves
+        // use, and the middlebox's measurement in this executable (not learned from the host).
+        let endpoints = Endpoints {
+            pki: Pki::generate()?,
+            trust: Trust::of_this_binary(ctx.options.platform_key_dir.as_deref())
+                .at("the clients' trust anchors")?,
+        };
+        let profile = self.profile(ctx, &plan, &endpoints)?;
+        let mut advisor_selection = Selection::default();
         let mut outcomes: Vec<Outcome> = Vec::new();
         let all: Vec<u32> = Call::ALL.iter().map(|&c| c.into()).collect();
         for setup in Setup::ALL {
             for &size in &plan.sizes {
-                let ids: &[u32] = match setup {
-                    Setup::AllSwitchless => &all,
-                    Setup::Advisor => &switchless_advised,
-                    _ => &[],
+                let selection = match setup {
+                    Setup::AllSwitchless => Selection {
+                        switchless: all.clone(),
+                        batched: false,
+                    },
+                    Setup::Advisor => advisor_selection.clone(),
+                    Setup::Batched => Selection {
+                        switchless: Vec::new(),
+                        batched: true,
+                    },
+                    _ => Selection::default(),
                 };
-                let o = self.measure(ctx, &plan, &pki, setup, size, ids)?;
+                let o = self.measure(ctx, &plan, &endpoints, setup, size, &selection)?;
                 self.emit_outcome(ctx, &plan, &o)?;
                 if setup == Setup::Sandbox && size == PROFILE_SIZE {
                     // Before the switchless setups run: the advisor needs the spare cores.
                     let spare = spare_cores(available_cores(), o.busy_cores, o.idle_cores);
-                    switchless_advised = self.advise(ctx, &profile, spare)?;
+                    advisor_selection = self.advise(ctx, &profile, spare)?;
                 }
                 outcomes.push(o);
             }
@@ -685,21 +794,22 @@ impl TlsMiddlebox {
                 Setup::Advisor.title(),
             )),
         )?;
-        let advised: Vec<String> = switchless_advised
-            .iter()
-            .map(|&id| call_name(Direction::Ecall, id))
-            .collect();
-        let advised = if advised.is_empty() {
-            "none".to_owned()
-        } else {
-            advised.join(",")
-        };
+        let advised = advisor_selection.describe();
         let checks = analysis::target_checks(&rows, Setup::Native.title(), Setup::Sandbox.title())
             .into_iter()
+            .chain(analysis::batched_checks(
+                &rows,
+                Setup::Native.title(),
+                Setup::Batched.title(),
+            ))
             .chain(analysis::advisor_checks(
                 &rows,
                 Setup::Advisor.title(),
-                &[Setup::Sandbox.title(), Setup::AllSwitchless.title()],
+                &[
+                    Setup::Sandbox.title(),
+                    Setup::Batched.title(),
+                    Setup::AllSwitchless.title(),
+                ],
                 &advised,
             ));
         for c in checks {
@@ -715,10 +825,15 @@ impl TlsMiddlebox {
                 })
         };
         if let Some(baseline) = fig(Setup::Native) {
-            let protected = [Setup::Sandbox, Setup::Advisor, Setup::AllSwitchless]
-                .into_iter()
-                .filter_map(fig)
-                .collect();
+            let protected = [
+                Setup::Sandbox,
+                Setup::Batched,
+                Setup::Advisor,
+                Setup::AllSwitchless,
+            ]
+            .into_iter()
+            .filter_map(fig)
+            .collect();
             ctx.emit(
                 NAME,
                 "all",
@@ -734,6 +849,19 @@ impl TlsMiddlebox {
                 }),
             )?;
         }
+
+        ctx.emit(
+            NAME,
+            "all",
+            Params::from([("attestation".to_owned(), Value::from("emulated"))]),
+            Body::Check(analysis::attestation_check(
+                &endpoints.trust,
+                outcomes
+                    .iter()
+                    .filter(|o| o.config.is_some())
+                    .map(|o| &o.attestation),
+            )),
+        )?;
 
         affinity::run(ctx, NAME, &plan)?;
 

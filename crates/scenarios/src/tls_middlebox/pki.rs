@@ -2,7 +2,8 @@
 //! only; certificates from rcgen) and the out-of-band key share: the client's key log seals
 //! the session's master secret to the enclave's key and hands it to the middlebox before the
 //! client sends its ChangeCipherSpec, so the share is in the enclave before the first
-//! encrypted record.
+//! encrypted record. A share channel exists only for an [`AttestedEngine`]: the enclave's
+//! key whose (emulated) quote the endpoint verified ([`super::service::verify_engine`]).
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -12,7 +13,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{ClientConfig, KeyLog, RootCertStore, ServerConfig};
 
-use super::service::{EngineKey, KeyShare, seal_share};
+use super::service::{AttestedEngine, KeyShare, seal_share};
 use harness::At;
 use harness::ScenarioError;
 
@@ -136,17 +137,18 @@ impl KeyLog for ShareLog {
     }
 }
 
-/// How an endpoint's key share reaches the middlebox: sealed, then sent over a channel to
-/// the middlebox's key-share listener, which acknowledges once the enclave holds it.
+/// How an endpoint's key share reaches the middlebox: sealed to the attested engine key,
+/// then sent over a channel to the middlebox's key-share listener, which acknowledges once
+/// the enclave holds it.
 #[derive(Clone)]
 pub struct ShareChannel {
-    engine: EngineKey,
+    engine: AttestedEngine,
     tx: SyncSender<(KeyShare, SyncSender<()>)>,
 }
 
 impl ShareChannel {
-    /// A channel to the engine whose public key is `engine`, and its receiving end.
-    pub fn new(engine: EngineKey) -> (Self, Receiver<(KeyShare, SyncSender<()>)>) {
+    /// A channel to the engine whose attested key is `engine`, and its receiving end.
+    pub fn new(engine: AttestedEngine) -> (Self, Receiver<(KeyShare, SyncSender<()>)>) {
         let (tx, rx) = sync_channel(64);
         (ShareChannel { engine, tx }, rx)
     }

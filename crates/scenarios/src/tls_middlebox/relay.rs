@@ -1,5 +1,8 @@
 //! The middlebox's host side: a TCP relay, one thread per direction, that reassembles
-//! records and hands each encrypted one to the enclave (`reproduce_ssl_context`).
+//! records and hands each encrypted one to the enclave (`reproduce_ssl_context`), or, with
+//! batching on ([`Middlebox::with_batching`]), all the encrypted records of one read up to
+//! [`BatchLimits::max_record_bytes`] to the [`Batcher`], which carries them and other flows'
+//! in one `reproduce_ssl_context_batch` (larger records keep one ecall each).
 //!
 //! What the relay does with bad input, per flow (the middlebox keeps serving the others):
 //!
@@ -21,11 +24,12 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::batch::{BatchLimits, Batcher};
 use super::keys::Direction;
 use super::records::{ContentType, FrameError, Hello, Reassembler, hello_random};
 use super::service::{
     Client, ClientError, DirectionCounts, EngineKey, EngineLimits, FlowInfo, KeyShare,
-    MiddleboxError, RecordIn, Ruleset, StartTls, TlsRandoms,
+    MiddleboxError, RecordIn, Ruleset, StartTls, TlsRandoms, Verdict,
 };
 
 /// Per-direction counts the relay keeps on the host.
@@ -115,6 +119,8 @@ pub struct Middlebox<'e> {
     pub tick: Duration,
     /// A flow with no bytes either way for this long is closed.
     pub idle: Duration,
+    /// Records of all flows batched into one ecall (`None`: one ecall per record).
+    batcher: Option<Batcher>,
 }
 
 /// The read buffer of a relay thread.
@@ -137,12 +143,33 @@ impl<'e> Middlebox<'e> {
             next_flow: AtomicU64::new(1),
             tick: Duration::from_millis(100),
             idle: Duration::from_secs(10),
+            batcher: None,
         })
     }
 
-    /// The engine's public key (for endpoints' key shares).
+    /// Batches the records of all flows into `reproduce_ssl_context_batch` ecalls within
+    /// `limits`, instead of one `reproduce_ssl_context` per record.
+    pub fn with_batching(mut self, limits: BatchLimits) -> Self {
+        self.batcher = Some(Batcher::new(limits));
+        self
+    }
+
+    /// The batcher, when batching is on.
+    pub fn batcher(&self) -> Option<&Batcher> {
+        self.batcher.as_ref()
+    }
+
+    /// The engine's public key and the enclave's quote of it, as the host hands them to
+    /// endpoints (who verify the quote before sealing a share to the key).
     pub fn engine(&self) -> &EngineKey {
         &self.engine
+    }
+
+    /// Replaces the engine key the host hands out: what a dishonest host does (tests of
+    /// the endpoints' attestation check).
+    #[cfg(test)]
+    pub(super) fn substitute_engine_key(&mut self, engine: EngineKey) {
+        self.engine = engine;
     }
 
     /// The typed enclave client.
@@ -236,6 +263,8 @@ impl<'e> Middlebox<'e> {
         let mut asm = Reassembler::new();
         let mut encrypted = false;
         let mut inspect = false;
+        // With batching: this read's encrypted records, inspected together before forwarding.
+        let mut batch: Vec<RecordIn> = Vec::new();
         let _ = src.set_read_timeout(Some(self.tick));
         let _ = dst.set_write_timeout(Some(self.idle));
         let close_both = |src: &TcpStream, dst: &TcpStream| {
@@ -308,31 +337,28 @@ impl<'e> Middlebox<'e> {
                                 _ => {}
                             }
                         } else if inspect {
-                            let t = Instant::now();
-                            let verdict = self.client.reproduce_ssl_context(&RecordIn {
+                            let record = RecordIn {
                                 flow: shared.flow,
                                 direction: dir,
                                 record: bytes.to_vec(),
-                            });
-                            r.ecall_ns += t.elapsed().as_nanos() as u64;
-                            r.inspected += 1;
-                            match verdict {
-                                Ok(v) => {
-                                    if v.content_type == ContentType::ApplicationData.byte() {
-                                        r.app_records += 1;
-                                        r.app_bytes += u64::from(v.plaintext_len);
-                                        r.matches += u64::from(v.matches);
-                                    }
+                            };
+                            let batcher = self
+                                .batcher
+                                .as_ref()
+                                .filter(|b| bytes.len() <= b.limits().max_record_bytes);
+                            if batcher.is_some() {
+                                batch.push(record);
+                            } else {
+                                // A record too large to batch: the ones before it go first,
+                                // so that each direction's records are decrypted in order.
+                                if let Some(b) = &self.batcher {
+                                    self.flush(b, &mut batch, &mut r);
                                 }
-                                Err(ClientError::Middlebox(MiddleboxError::Open {
-                                    error: super::keys::OpenError::Authentication,
-                                    ..
-                                })) => r.auth_failures += 1,
-                                Err(e) => {
-                                    if r.enclave_errors.len() < 8 {
-                                        r.enclave_errors.push(e.to_string());
-                                    }
-                                }
+                                let t = Instant::now();
+                                let verdict = self.client.reproduce_ssl_context(&record);
+                                r.ecall_ns += t.elapsed().as_nanos() as u64;
+                                r.inspected += 1;
+                                count_verdict(&mut r, verdict);
                             }
                         } else {
                             r.uninspected += 1;
@@ -345,6 +371,9 @@ impl<'e> Middlebox<'e> {
                     }
                 }
             }
+            if let Some(b) = &self.batcher {
+                self.flush(b, &mut batch, &mut r);
+            }
             let forwarded = dst.write_all(asm.consumed());
             asm.compact();
             r.busy_ns += busy.elapsed().as_nanos() as u64;
@@ -355,6 +384,30 @@ impl<'e> Middlebox<'e> {
         }
         r.cpu_ns = thread_cpu().saturating_sub(cpu0).as_nanos() as u64;
         r
+    }
+
+    /// Inspects the records collected for a batch (if any), counting the verdicts.
+    fn flush(&self, b: &Batcher, batch: &mut Vec<RecordIn>, r: &mut DirReport) {
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len() as u64;
+        let t = Instant::now();
+        let verdicts = b.submit(self.client, std::mem::take(batch));
+        r.ecall_ns += t.elapsed().as_nanos() as u64;
+        r.inspected += n;
+        match verdicts {
+            Ok(v) => {
+                for verdict in v {
+                    count_verdict(r, verdict.map_err(ClientError::Middlebox));
+                }
+            }
+            Err(e) => {
+                if r.enclave_errors.len() < 8 {
+                    r.enclave_errors.push(e);
+                }
+            }
+        }
     }
 
     /// A clear-text handshake record: remember the client random; at the ServerHello,
@@ -381,6 +434,28 @@ impl<'e> Middlebox<'e> {
                 }
             }
             None => {}
+        }
+    }
+}
+
+/// Counts the enclave's verdict on one record.
+fn count_verdict(r: &mut DirReport, verdict: Result<Verdict, ClientError>) {
+    match verdict {
+        Ok(v) => {
+            if v.content_type == ContentType::ApplicationData.byte() {
+                r.app_records += 1;
+                r.app_bytes += u64::from(v.plaintext_len);
+                r.matches += u64::from(v.matches);
+            }
+        }
+        Err(ClientError::Middlebox(MiddleboxError::Open {
+            error: super::keys::OpenError::Authentication,
+            ..
+        })) => r.auth_failures += 1,
+        Err(e) => {
+            if r.enclave_errors.len() < 8 {
+                r.enclave_errors.push(e.to_string());
+            }
         }
     }
 }

@@ -3,17 +3,31 @@
 //!
 //! | ecall | when the host makes it | what it does inside |
 //! |---|---|---|
-//! | `init_decryption_engine` | once, at start-up | sets the limits (flows, pending key shares), makes a fresh X25519 key pair for key shares and returns its public half |
+//! | `init_decryption_engine` | once, at start-up | sets the limits (flows, pending key shares), makes a fresh X25519 key pair for key shares and returns its public half with a quote that binds it (emulated attestation) |
 //! | `load_ruleset` | once, at start-up | builds the multi-pattern matcher (Aho-Corasick) over the rule set's byte patterns |
 //! | `init_out_of_band_key_share` | when an endpoint shares a session | opens the HPKE-sealed master secret (bound to its client random) and keeps it until a flow claims it |
 //! | `set_info_flow` | when a connection opens and closes | registers a flow (its endpoints) and, at close, returns its counts and forgets its keys |
 //! | `init_tls_process` | once the two hellos were seen | binds the client and server randoms read from the clear-text hellos to the flow |
 //! | `start_tls_process` | at each direction's ChangeCipherSpec | finds the flow's key share, derives the key block (TLS 1.2 PRF, HMAC-SHA384) once, and starts that direction's decrypter at sequence number 0 |
 //! | `reproduce_ssl_context` | per encrypted record | checks the framing, decrypts with AES-256-GCM, and for application data counts the rule set's matches |
+//! | `reproduce_ssl_context_batch` | per batch of encrypted records, across flows (the `batched` configuration) | the same for each record of the batch, in order, one verdict or refusal each; a batch over [`MAX_BATCH_RECORDS`] or [`MAX_BATCH_BYTES`] is refused whole |
 //!
 //! The master secret reaches the enclave sealed to the engine's key (HPKE base mode,
 //! X25519, HKDF-SHA256, AES-128-GCM, the client random as additional data): the host relays
-//! it but cannot read it. No reply, error or log line carries a secret or plaintext; a
+//! it but cannot read it.
+//!
+//! # Key shares only to an attested enclave
+//!
+//! The engine's public key reaches endpoints through the host, which could hand out a key of
+//! its own, open every share and re-seal it. So the enclave quotes its key
+//! ([`enclave::Ctx::quote`]): the report data's first 32 bytes are
+//! [`engine_key_hash`] (SHA-256 over a domain tag and the key), the rest zero. An endpoint
+//! seals only to an [`AttestedEngine`], which [`verify_engine`] makes from the host's
+//! [`EngineKey`] and the endpoint's own [`Trust`] (the platform identity and the measurement
+//! it expects) after checking the quote's platform, signature and measurement and that the
+//! quote binds exactly that key; otherwise it refuses with an [`AttestError`] saying why,
+//! and sends nothing. The attestation is **emulated** (`enclave::attest`): it catches a
+//! host that substitutes the key, not one that reads the platform's key file. No reply, error or log line carries a secret or plaintext; a
 //! record's reply is its content type, plaintext length and match count.
 //!
 //! State: flows in a map behind a read-write lock, each flow's two directions behind their
@@ -24,6 +38,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use aho_corasick::AhoCorasick;
+use aws_lc_rs::digest;
+use enclave::attest::{self, PlatformIdentity, QuoteError, ReportData};
+use enclave::seal::{DEFAULT_SIGNER, Identity};
 use enclave::{Ctx, Enclave, Registry, Service, ServiceError};
 use hpke::aead::AesGcm128;
 use hpke::kdf::HkdfSha256;
@@ -57,8 +74,16 @@ harness::calls! {
         StartTlsProcess = 5 => "start_tls_process",
         /// One encrypted record: decrypt and inspect.
         ReproduceSslContext = 6 => "reproduce_ssl_context",
+        /// Encrypted records of any flows: decrypt and inspect each (one crossing for all).
+        ReproduceSslContextBatch = 7 => "reproduce_ssl_context_batch",
     }
 }
+
+/// The most records one `reproduce_ssl_context_batch` may carry.
+pub const MAX_BATCH_RECORDS: usize = 1024;
+/// The most record bytes (headers and fragments) one `reproduce_ssl_context_batch` may
+/// carry: 4 MiB, 250 maximal records.
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
 
 /// `init_decryption_engine`'s request.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
@@ -69,11 +94,132 @@ pub struct EngineLimits {
     pub max_pending_shares: u32,
 }
 
-/// `init_decryption_engine`'s reply: the key shares' HPKE public key.
+/// `init_decryption_engine`'s reply: the key shares' HPKE public key and the enclave's
+/// quote binding it. Untrusted until [`verify_engine`] says otherwise: it comes through the
+/// host.
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct EngineKey {
     /// X25519 public key, 32 bytes.
     pub public: Vec<u8>,
+    /// An emulated quote ([`enclave::attest`]) whose report data is
+    /// [`engine_key_hash`]`(public)` followed by 32 zero bytes.
+    pub quote: Vec<u8>,
+}
+
+/// The domain tag of [`engine_key_hash`].
+pub const ENGINE_KEY_TAG: &[u8] = b"ccbench tls-middlebox engine key v1\0";
+
+/// SHA-256 over [`ENGINE_KEY_TAG`] and an engine public key: what the enclave's quote binds.
+pub fn engine_key_hash(public: &[u8]) -> [u8; 32] {
+    let mut ctx = digest::Context::new(&digest::SHA256);
+    ctx.update(ENGINE_KEY_TAG);
+    ctx.update(public);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ctx.finish().as_ref());
+    out
+}
+
+/// The report data that binds the engine key `public`.
+fn engine_report_data(public: &[u8]) -> ReportData {
+    let mut d = [0u8; attest::REPORT_DATA_LEN];
+    d[..32].copy_from_slice(&engine_key_hash(public));
+    ReportData(d)
+}
+
+/// What an endpoint trusts before it seals a key share: the platform's identity and the
+/// middlebox enclave's measurement, known to it, not learned from the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trust {
+    /// The platform's attestation public key.
+    pub platform: PlatformIdentity,
+    /// The measurement of the middlebox enclave ([`SERVICE`] of this executable).
+    pub measurement: [u8; 32],
+}
+
+impl Trust {
+    /// The trust of an endpoint on this machine running this executable: the platform
+    /// identity from the platform key directory `key_dir` (else the default one, as
+    /// [`enclave::EnclaveBuilder::sealing`] uses), and the measurement of [`SERVICE`] in this
+    /// executable under the default signer.
+    pub fn of_this_binary(key_dir: Option<&std::path::Path>) -> Result<Trust, AttestError> {
+        let dir = match key_dir {
+            Some(d) => d.to_path_buf(),
+            None => enclave::seal::RootKey::default_dir().ok_or_else(|| {
+                AttestError::Trust(
+                    "no platform key directory (set HOME or CCBENCH_PLATFORM_KEY_DIR)".into(),
+                )
+            })?,
+        };
+        let platform = PlatformIdentity::load(&dir)
+            .map_err(|e| AttestError::Trust(format!("platform identity: {e}")))?;
+        let measurement = Identity::of_current_exe(SERVICE, DEFAULT_SIGNER)
+            .map_err(|e| AttestError::Trust(format!("measuring this executable: {e}")))?
+            .measurement;
+        Ok(Trust {
+            platform,
+            measurement,
+        })
+    }
+}
+
+/// Why an endpoint refused the middlebox's key: it sends no share.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttestError {
+    /// The quote itself was refused (another platform, another enclave, a changed byte,
+    /// not a quote).
+    #[error("the middlebox's quote was refused: {0}")]
+    Quote(#[from] QuoteError),
+    /// A genuine quote, but of another key: the host substituted the engine key.
+    #[error(
+        "the quote does not bind the engine key the host handed over (quoted key hash {quoted}, \
+         handed-over key hash {handed}): the host substituted the key"
+    )]
+    KeyNotBound {
+        /// The key hash in the quote's report data, hex.
+        quoted: String,
+        /// The hash of the key the host handed over, hex.
+        handed: String,
+    },
+    /// The endpoint's own trust anchors could not be established.
+    #[error("trust anchors: {0}")]
+    Trust(String),
+}
+
+/// An engine key whose quote verified: the only key [`seal_share`] seals to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttestedEngine {
+    public: Vec<u8>,
+    trust: Trust,
+}
+
+impl AttestedEngine {
+    /// The X25519 public key.
+    pub fn public(&self) -> &[u8] {
+        &self.public
+    }
+
+    /// The platform and measurement it was verified against.
+    pub fn trust(&self) -> &Trust {
+        &self.trust
+    }
+}
+
+/// Verifies the quote that came with `engine` against `trust`, and that it binds
+/// `engine.public`: the endpoint's check before it seals any share.
+pub fn verify_engine(engine: &EngineKey, trust: &Trust) -> Result<AttestedEngine, AttestError> {
+    let data = attest::verify(&engine.quote, &trust.platform, &trust.measurement)?;
+    let want = engine_report_data(&engine.public);
+    if data != want {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        return Err(AttestError::KeyNotBound {
+            quoted: hex(&data.0[..32]),
+            handed: hex(&want.0[..32]),
+        });
+    }
+    Ok(AttestedEngine {
+        public: engine.public.clone(),
+        trust: *trust,
+    })
 }
 
 /// `load_ruleset`'s request.
@@ -168,6 +314,17 @@ pub struct RecordIn {
     pub record: Vec<u8>,
 }
 
+/// `reproduce_ssl_context_batch`'s request: records of any flows and directions; those of one
+/// flow and direction in the order they were sent.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct RecordBatch {
+    /// The records.
+    pub records: Vec<RecordIn>,
+}
+
+/// `reproduce_ssl_context_batch`'s reply: one outcome per record, in the batch's order.
+pub type BatchVerdicts = Vec<Result<Verdict, MiddleboxError>>;
+
 /// `reproduce_ssl_context`'s reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Encode, Decode)]
 pub struct Verdict {
@@ -228,6 +385,17 @@ pub enum MiddleboxError {
     /// The rule set could not be built.
     #[error("rule set: {0}")]
     BadRuleset(String),
+    /// The enclave could not quote its key (it was started without platform keys).
+    #[error("quoting the engine key: {0}")]
+    Attestation(String),
+    /// A batch over the bounds ([`MAX_BATCH_RECORDS`], [`MAX_BATCH_BYTES`]).
+    #[error("a batch of {records} records and {bytes} bytes is over the bounds")]
+    BatchTooLarge {
+        /// Records in it.
+        records: u64,
+        /// Record bytes in it.
+        bytes: u64,
+    },
 }
 
 /// One direction's decrypter and counts.
@@ -310,17 +478,20 @@ impl MiddleboxService {
             .ok_or(MiddleboxError::UnknownFlow(id))
     }
 
-    fn init(&self, limits: EngineLimits) -> Reply<EngineKey> {
+    fn init(&self, limits: EngineLimits, ctx: &Ctx<'_>) -> Reply<EngineKey> {
         let mut ikm = [0u8; 32];
         // getrandom(2) is on the sandbox's allow-list.
         aws_lc_rs::rand::fill(&mut ikm).map_err(|_| MiddleboxError::NotInitialized)?;
         let (secret, public) = X25519HkdfSha256::derive_keypair(&ikm);
         ikm.fill(0);
+        let public = public.to_bytes().to_vec();
+        // The report data is computed here, inside: the host cannot choose it.
+        let quote = ctx
+            .quote(&engine_report_data(&public))
+            .map_err(|e| MiddleboxError::Attestation(e.to_string()))?;
         *self.engine.write().unwrap_or_else(PoisonError::into_inner) =
             Some(Engine { limits, secret });
-        Ok(EngineKey {
-            public: public.to_bytes().to_vec(),
-        })
+        Ok(EngineKey { public, quote })
     }
 
     fn load_ruleset(&self, r: Ruleset) -> Reply<u32> {
@@ -486,11 +657,22 @@ impl MiddleboxService {
         })
     }
 
-    fn call(&self, call: Call, input: &[u8]) -> Result<Vec<u8>, ServiceError> {
+    fn reproduce_batch(&self, b: RecordBatch) -> Reply<BatchVerdicts> {
+        let bytes: usize = b.records.iter().map(|r| r.record.len()).sum();
+        if b.records.len() > MAX_BATCH_RECORDS || bytes > MAX_BATCH_BYTES {
+            return Err(MiddleboxError::BatchTooLarge {
+                records: b.records.len() as u64,
+                bytes: bytes as u64,
+            });
+        }
+        Ok(b.records.into_iter().map(|r| self.reproduce(r)).collect())
+    }
+
+    fn call(&self, call: Call, input: &[u8], ctx: &Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
         Ok(match call {
-            Call::InitDecryptionEngine => {
-                self.init(codec::decode("engine limits", input)?).encode()
-            }
+            Call::InitDecryptionEngine => self
+                .init(codec::decode("engine limits", input)?, ctx)
+                .encode(),
             Call::LoadRuleset => self
                 .load_ruleset(codec::decode("rule set", input)?)
                 .encode(),
@@ -505,6 +687,9 @@ impl MiddleboxService {
                 .encode(),
             Call::StartTlsProcess => self.start_tls(codec::decode("start tls", input)?).encode(),
             Call::ReproduceSslContext => self.reproduce(codec::decode("record", input)?).encode(),
+            Call::ReproduceSslContextBatch => self
+                .reproduce_batch(codec::decode("record batch", input)?)
+                .encode(),
         })
     }
 }
@@ -514,9 +699,9 @@ impl Service for MiddleboxService {
         &self,
         call_id: u32,
         input: &[u8],
-        _ctx: &mut Ctx<'_>,
+        ctx: &mut Ctx<'_>,
     ) -> Result<Vec<u8>, ServiceError> {
-        self.call(Call::try_from(call_id)?, input)
+        self.call(Call::try_from(call_id)?, input, ctx)
     }
 }
 
@@ -545,10 +730,11 @@ pub enum ClientError {
     Middlebox(#[from] MiddleboxError),
 }
 
-/// Seals a master secret to the engine's public key, as an endpoint does before it hands
-/// the share to the middlebox.
+/// Seals a master secret to the attested engine's public key, as an endpoint does before it
+/// hands the share to the middlebox. Only an [`AttestedEngine`] is accepted: a key the
+/// host handed over must pass [`verify_engine`] first.
 pub fn seal_share(
-    engine: &EngineKey,
+    engine: &AttestedEngine,
     client_random: [u8; 32],
     master: &[u8],
 ) -> Result<KeyShare, String> {
@@ -632,5 +818,13 @@ impl<'e> Client<'e> {
     /// `reproduce_ssl_context`: one record in, its verdict out.
     pub fn reproduce_ssl_context(&self, record: &RecordIn) -> Result<Verdict, ClientError> {
         self.call(Call::ReproduceSslContext, record)
+    }
+
+    /// `reproduce_ssl_context_batch`: records in, one verdict or refusal each out.
+    pub fn reproduce_ssl_context_batch(
+        &self,
+        batch: &RecordBatch,
+    ) -> Result<BatchVerdicts, ClientError> {
+        self.call(Call::ReproduceSslContextBatch, batch)
     }
 }

@@ -21,6 +21,7 @@ use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection};
 
 use super::pki::{Pki, SERVER_NAME, ShareChannel, ShareFn, ShareLog, client_config, server_config};
 use super::relay::{DirReport, FlowReport, Middlebox};
+use super::service::{AttestError, Trust, verify_engine};
 use harness::At;
 use harness::ScenarioError;
 
@@ -161,6 +162,22 @@ pub struct PassResult {
     pub records_sent: u64,
     /// Key shares handed to the enclave, and refused by it.
     pub shares: (u64, u64),
+    /// What the clients made of the middlebox's key before sealing any share.
+    pub attestation: Attestation,
+    /// Key shares the clients' key logs withheld because the attestation was refused.
+    pub shares_withheld: u64,
+}
+
+/// The clients' check of the middlebox's engine key (emulated attestation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Attestation {
+    /// No middlebox: nothing to attest.
+    #[default]
+    NotNeeded,
+    /// The quote verified against this trust and binds the key: shares were sealed to it.
+    Verified(Trust),
+    /// The quote was refused: no share was sealed or sent, for this reason.
+    Refused(AttestError),
 }
 
 fn push<T>(m: &Mutex<Vec<T>>, v: T) {
@@ -392,14 +409,19 @@ fn client(
 }
 
 /// Runs one pass: `cfg.flows` flows of `cfg.rounds` rounds, through `middlebox` if given
-/// (else client to server directly). `share` replaces the normal key-share function
-/// (bad-input tests).
+/// (else client to server directly), whose engine key the clients verify against their
+/// `Trust` before sealing any share (refused: they seal and send none, and the result says
+/// why). `share` replaces the normal key-share function (bad-input tests).
 pub fn run_pass(
     cfg: &PassConfig,
     pki: &Pki,
-    middlebox: Option<&Middlebox<'_>>,
+    middlebox: Option<(&Middlebox<'_>, &Trust)>,
     share: Option<Arc<ShareFn>>,
 ) -> Result<PassResult, ScenarioError> {
+    let (middlebox, trust) = match middlebox {
+        Some((m, t)) => (Some(m), Some(t)),
+        None => (None, None),
+    };
     let cfg = &PassConfig {
         rounds: cfg.rounds.max(1),
         ..cfg.clone()
@@ -421,17 +443,28 @@ pub fn run_pass(
         Some(l) => l.local_addr().at("middlebox address")?,
         None => server_addr,
     };
-    let (channel, rx) = match middlebox {
-        Some(m) => {
-            let (c, rx) = ShareChannel::new(m.engine().clone());
-            (Some(c), Some(rx))
-        }
-        None => (None, None),
+    // The clients' check, once, before any share: the quote the host handed over with the
+    // engine key must verify against what the clients trust and bind that very key.
+    let (channel, rx, attestation) = match (middlebox, trust) {
+        (Some(m), Some(t)) => match verify_engine(m.engine(), t) {
+            Ok(engine) => {
+                let (c, rx) = ShareChannel::new(engine);
+                (Some(c), Some(rx), Attestation::Verified(*t))
+            }
+            Err(e) => (None, None, Attestation::Refused(e)),
+        },
+        _ => (None, None, Attestation::NotNeeded),
     };
+    let withheld = Arc::new(AtomicU64::new(0));
     let share_fn: Arc<ShareFn> = match (share, &channel) {
         (Some(f), _) => f,
         (None, Some(c)) => c.share_fn(),
-        (None, None) => Arc::new(|_, _| {}),
+        (None, None) => {
+            let withheld = withheld.clone();
+            Arc::new(move |_, _| {
+                withheld.fetch_add(1, Ordering::Relaxed);
+            })
+        }
     };
     let client_cfg = client_config(pki, Arc::new(ShareLog(share_fn)))?;
     // The key logs hold the share channel's senders: once every client is done with its
@@ -540,5 +573,11 @@ pub fn run_pass(
         planted,
         records_sent: cfg.flows as u64 * (per_flow + 1),
         shares: shares.into_inner().unwrap_or_else(PoisonError::into_inner),
+        shares_withheld: if matches!(attestation, Attestation::Refused(_)) {
+            withheld.load(Ordering::Relaxed)
+        } else {
+            0
+        },
+        attestation,
     })
 }

@@ -17,8 +17,8 @@ use super::pki::{self, Pki, SERVER_NAME, ShareLog, client_config, server_config}
 use super::records::{ContentType, FrameError, Hello, Reassembler, hello_random};
 use super::relay::{FlowReport, Middlebox};
 use super::service::{
-    Client, ClientError, EngineLimits, FlowInfo, MiddleboxError, RecordIn, StartTls, TlsRandoms,
-    register, seal_share,
+    AttestedEngine, Client, ClientError, EngineKey, EngineLimits, FlowInfo, MiddleboxError,
+    RecordIn, StartTls, TlsRandoms, Trust, register, seal_share, verify_engine,
 };
 use super::workload::{self, PATTERNS, PassConfig};
 
@@ -189,9 +189,30 @@ fn messages() -> Vec<Vec<u8>> {
     ]
 }
 
+/// The platform key directory of this test process (a fresh emulated platform).
+fn key_dir() -> &'static std::path::Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+/// What the tests' endpoints trust: this test platform and the middlebox's measurement in
+/// this test binary.
+fn trust() -> &'static Trust {
+    static TRUST: OnceLock<Trust> = OnceLock::new();
+    TRUST.get_or_init(|| Trust::of_this_binary(Some(key_dir())).unwrap())
+}
+
+/// The engine key, verified as an endpoint verifies it.
+fn attested(engine: &EngineKey) -> AttestedEngine {
+    verify_engine(engine, trust()).unwrap()
+}
+
+/// The middlebox service on the native backend, with this test platform's keys (it quotes
+/// its engine key with them).
 fn native() -> Enclave {
     Enclave::builder(super::service::SERVICE)
         .backend(Backend::Native)
+        .sealing_key_dir(key_dir())
         .start(&register(Registry::new()))
         .unwrap()
 }
@@ -263,7 +284,7 @@ fn middlebox(e: &Enclave) -> Middlebox<'_> {
 /// Hands the captured session's key share to the middlebox's enclave, as the client's key
 /// log would.
 fn share_key(mb: &Middlebox<'_>, cap: &Capture) {
-    let share = seal_share(mb.engine(), cap.client_random, &cap.master).unwrap();
+    let share = seal_share(&attested(mb.engine()), cap.client_random, &cap.master).unwrap();
     mb.client().init_out_of_band_key_share(&share).unwrap();
 }
 

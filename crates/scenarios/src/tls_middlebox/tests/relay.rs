@@ -50,7 +50,9 @@ fn a_wrong_key_share_fails_every_record_and_no_share_passes_through() {
     let mut wrong = cap.master;
     wrong[0] ^= 0x80;
     mb.client()
-        .init_out_of_band_key_share(&seal_share(mb.engine(), cap.client_random, &wrong).unwrap())
+        .init_out_of_band_key_share(
+            &seal_share(&attested(mb.engine()), cap.client_random, &wrong).unwrap(),
+        )
         .unwrap();
     let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), None);
     // Finished and four application records one way, Finished and one the other.
@@ -71,7 +73,7 @@ fn a_key_share_for_an_unknown_client_random_stays_unclaimed() {
     let cap = capture(&messages(), b"fine");
     let e = native();
     let mb = middlebox(&e);
-    let stray = seal_share(mb.engine(), [0x5a; 32], &[1; 48]).unwrap();
+    let stray = seal_share(&attested(mb.engine()), [0x5a; 32], &[1; 48]).unwrap();
     assert_eq!(mb.client().init_out_of_band_key_share(&stray).unwrap(), 1);
     share_key(&mb, &cap);
     let r = replay(&mb, cap.c2s.clone(), cap.s2c.clone(), None);
@@ -190,7 +192,7 @@ fn passes_deliver_every_byte_and_find_every_pattern() {
             c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
             mb.relay(down, up)
         });
-        let pass = workload::run_pass(&cfg, pki(), Some(&mb), None).unwrap();
+        let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
         assert!(bad.join().unwrap().dirs[0].malformed.is_some());
         pass
     });
@@ -218,7 +220,7 @@ fn a_pass_with_a_wrong_key_share_is_caught_by_the_checks() {
     };
     let e = native();
     let mb = middlebox(&e);
-    let (chan, rx) = pki::ShareChannel::new(mb.engine().clone());
+    let (chan, rx) = pki::ShareChannel::new(attested(mb.engine()));
     let wrong: Arc<pki::ShareFn> = Arc::new(move |cr, secret: &[u8]| {
         let mut s = secret.to_vec();
         s[5] ^= 1;
@@ -226,7 +228,7 @@ fn a_pass_with_a_wrong_key_share_is_caught_by_the_checks() {
     });
     let pass = std::thread::scope(|s| {
         s.spawn(|| mb.serve_shares(rx));
-        workload::run_pass(&cfg, pki(), Some(&mb), Some(wrong)).unwrap()
+        workload::run_pass(&cfg, pki(), Some((&mb, trust())), Some(wrong)).unwrap()
     });
     // The bytes still arrive (the relay forwards what fails authentication) ...
     assert!(
@@ -286,4 +288,177 @@ fn a_round_some_server_did_not_finish_has_no_time() {
         p.iter().any(|m| m.contains("round(s) 1 not measured")),
         "{p:?}"
     );
+}
+
+#[test]
+fn clients_send_no_share_to_a_key_the_host_substituted_and_say_why() {
+    use super::super::service::AttestError;
+    use super::super::workload::Attestation;
+    use hpke::{Kem, Serializable};
+    let cfg = PassConfig {
+        flows: 2,
+        record_size: 256,
+        records_per_flow: 8,
+        rounds: 1,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let e = native();
+    let mut mb = middlebox(&e);
+    // The host hands out its own key with the enclave's genuine quote.
+    let (_, host_public) = hpke::kem::X25519HkdfSha256::derive_keypair(&[0x42; 32]);
+    let genuine_quote = mb.engine().quote.clone();
+    mb.substitute_engine_key(EngineKey {
+        public: host_public.to_bytes().to_vec(),
+        quote: genuine_quote,
+    });
+    let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
+    assert!(
+        matches!(
+            pass.attestation,
+            Attestation::Refused(AttestError::KeyNotBound { .. })
+        ),
+        "{:?}",
+        pass.attestation
+    );
+    // No share was sealed or sent: each client's key log withheld its one share, the
+    // middlebox received none, and the enclave holds none.
+    assert_eq!(pass.shares, (0, 0));
+    assert_eq!(pass.shares_withheld, 2);
+    assert_eq!(pass.flows.len(), 2);
+    for f in &pass.flows {
+        assert!(f.dirs.iter().all(|d| d.no_key_share && d.app_records == 0));
+        assert_eq!(f.shares_pending, 0);
+    }
+    // The endpoints still talk (the relay forwards what it cannot inspect) ...
+    assert!(
+        pass.servers
+            .iter()
+            .all(|s| s.bytes == s.expected && s.mismatch_at.is_none())
+    );
+    // ... and the pass's check says why nothing was inspected.
+    let p = super::super::analysis::problems(&pass, 2, true);
+    assert!(
+        p.iter().any(|m| m
+            .contains("refused the middlebox's key and sent no key share (2 withheld)")
+            && m.contains("the host substituted the key")),
+        "{p:?}"
+    );
+    let check = super::super::analysis::attestation_check(trust(), [&pass.attestation]);
+    assert_eq!(check.verdict, measure::record::Verdict::Fail);
+}
+
+#[test]
+fn a_pass_through_an_attested_middlebox_records_the_verification() {
+    use super::super::workload::Attestation;
+    let cfg = PassConfig {
+        flows: 1,
+        record_size: 512,
+        records_per_flow: 4,
+        rounds: 1,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let e = native();
+    let mb = middlebox(&e);
+    let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
+    assert_eq!(pass.attestation, Attestation::Verified(*trust()));
+    assert_eq!((pass.shares, pass.shares_withheld), ((1, 0), 0));
+    let check = super::super::analysis::attestation_check(trust(), [&pass.attestation]);
+    assert_eq!(
+        check.verdict,
+        measure::record::Verdict::Pass,
+        "{}",
+        check.message
+    );
+    assert!(check.message.contains("emulated"), "{}", check.message);
+}
+
+#[test]
+fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
+    use super::super::batch::BatchLimits;
+    let cfg = PassConfig {
+        flows: 4,
+        record_size: 1024,
+        records_per_flow: 20,
+        rounds: 2,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let e = native();
+    let mb = middlebox(&e).with_batching(BatchLimits {
+        max_records: 8,
+        max_bytes: 64 << 10,
+        max_in_flight: 2,
+        max_record_bytes: usize::MAX,
+    });
+    let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
+    let p = super::super::analysis::problems(&pass, 4, true);
+    assert!(p.is_empty(), "{p:?}");
+    assert_eq!(
+        pass.flows.iter().map(|f| f.dirs[0].matches).sum::<u64>(),
+        pass.planted
+    );
+    // Every encrypted record went through the batcher, none through the per-record ecall.
+    let inspected: u64 = pass
+        .flows
+        .iter()
+        .flat_map(|f| f.dirs.iter())
+        .map(|d| d.inspected)
+        .sum();
+    let (batches, records) = mb.batcher().unwrap().stats();
+    assert_eq!(records, inspected);
+    assert!(
+        batches >= inspected.div_ceil(8) && batches <= records,
+        "{batches} {records}"
+    );
+    let trace = e.trace();
+    let calls = |c: super::super::service::Call| {
+        trace
+            .get(enclave::Direction::Ecall, c.into())
+            .map_or(0, |t| t.count)
+    };
+    assert_eq!(calls(super::super::service::Call::ReproduceSslContext), 0);
+    assert_eq!(
+        calls(super::super::service::Call::ReproduceSslContextBatch),
+        batches
+    );
+}
+
+#[test]
+fn records_too_large_to_batch_keep_their_own_ecall_and_their_order() {
+    use super::super::batch::BatchLimits;
+    use super::super::service::Call;
+    let cfg = PassConfig {
+        flows: 3,
+        record_size: 1024,
+        records_per_flow: 12,
+        rounds: 1,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let e = native();
+    // The Finished messages (tens of bytes) are batched, the 1 KiB records are not: a
+    // pending batch must go before the record that follows it, or decryption would fail.
+    let mb = middlebox(&e).with_batching(BatchLimits {
+        max_record_bytes: 512,
+        ..BatchLimits::default()
+    });
+    let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
+    let p = super::super::analysis::problems(&pass, 3, true);
+    assert!(p.is_empty(), "{p:?}");
+    let trace = e.trace();
+    let calls = |c: Call| {
+        trace
+            .get(enclave::Direction::Ecall, c.into())
+            .map_or(0, |t| t.count)
+    };
+    let app: u64 = pass.flows.iter().map(|f| f.dirs[0].app_records).sum();
+    assert_eq!(app, 3 * 13, "12 records and the flow's first, per flow");
+    // The 1 KiB records one ecall each; the flows' first records (12 bytes) and the
+    // Finished messages batched.
+    assert_eq!(calls(Call::ReproduceSslContext), 3 * 12);
+    let (batches, records) = mb.batcher().unwrap().stats();
+    assert_eq!(calls(Call::ReproduceSslContextBatch), batches);
+    assert!(records >= 3 * 3, "{records}");
 }

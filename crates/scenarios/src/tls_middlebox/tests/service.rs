@@ -67,7 +67,7 @@ fn the_service_decrypts_and_inspects_captured_traffic() {
         .unwrap(),
         4
     );
-    let share = seal_share(&engine, cr, &cap.master).unwrap();
+    let share = seal_share(&attested(&engine), cr, &cap.master).unwrap();
     assert_eq!(c.init_out_of_band_key_share(&share).unwrap(), 1);
     c.set_info_flow(&FlowInfo::Open {
         flow: 7,
@@ -196,7 +196,7 @@ fn the_service_refuses_bad_calls_without_panicking() {
     })
     .unwrap();
     // A key share for an unknown client random: held, and it does not unlock flow 1.
-    let stray = seal_share(&engine, [3; 32], &[9; 48]).unwrap();
+    let stray = seal_share(&attested(&engine), [3; 32], &[9; 48]).unwrap();
     assert_eq!(c.init_out_of_band_key_share(&stray).unwrap(), 1);
     assert_eq!(
         refused(c.start_tls_process(&StartTls {
@@ -206,25 +206,25 @@ fn the_service_refuses_bad_calls_without_panicking() {
         MiddleboxError::NoKeyShare(1)
     );
     // The share limit holds.
-    let another = seal_share(&engine, [4; 32], &[9; 48]).unwrap();
+    let another = seal_share(&attested(&engine), [4; 32], &[9; 48]).unwrap();
     assert_eq!(
         refused(c.init_out_of_band_key_share(&another)),
         MiddleboxError::TooManyShares(1)
     );
     // A share sealed for a different client random, or tampered, or not 48 bytes.
-    let mut moved = seal_share(&engine, [1; 32], &[9; 48]).unwrap();
+    let mut moved = seal_share(&attested(&engine), [1; 32], &[9; 48]).unwrap();
     moved.client_random = [5; 32];
     assert_eq!(
         refused(c.init_out_of_band_key_share(&moved)),
         MiddleboxError::BadKeyShare
     );
-    let mut flipped = seal_share(&engine, [1; 32], &[9; 48]).unwrap();
+    let mut flipped = seal_share(&attested(&engine), [1; 32], &[9; 48]).unwrap();
     flipped.ciphertext[0] ^= 1;
     assert_eq!(
         refused(c.init_out_of_band_key_share(&flipped)),
         MiddleboxError::BadKeyShare
     );
-    let short = seal_share(&engine, [1; 32], &[9; 47]).unwrap();
+    let short = seal_share(&attested(&engine), [1; 32], &[9; 47]).unwrap();
     assert_eq!(
         refused(c.init_out_of_band_key_share(&short)),
         MiddleboxError::BadKeyShare
@@ -262,7 +262,7 @@ fn secrets_stay_out_of_errors() {
     let c = Client::new(&e);
     let engine = c.init_decryption_engine(&limits()).unwrap();
     let master = [0xa7u8; 48];
-    let mut bad = seal_share(&engine, [1; 32], &master).unwrap();
+    let mut bad = seal_share(&attested(&engine), [1; 32], &master).unwrap();
     bad.ciphertext[3] ^= 0x40;
     let err = c.init_out_of_band_key_share(&bad).unwrap_err().to_string();
     assert!(!err.to_lowercase().contains("a7a7"), "{err}");
@@ -280,4 +280,283 @@ fn endpoint_configs_keep_secret_extraction_off() {
             .enable_secret_extraction
     );
     assert!(!server_config(pki()).unwrap().enable_secret_extraction);
+}
+
+/// A key pair of the host's own, to substitute for the enclave's.
+fn host_key() -> Vec<u8> {
+    use hpke::{Kem, Serializable};
+    let (_, public) = hpke::kem::X25519HkdfSha256::derive_keypair(&[0x42; 32]);
+    public.to_bytes().to_vec()
+}
+
+#[test]
+fn the_engine_key_comes_with_a_quote_that_binds_it() {
+    let e = native();
+    let engine = Client::new(&e).init_decryption_engine(&limits()).unwrap();
+    let a = verify_engine(&engine, trust()).unwrap();
+    assert_eq!(a.public(), engine.public.as_slice());
+    assert_eq!(a.trust(), trust());
+    let data =
+        enclave::attest::verify(&engine.quote, &trust().platform, &trust().measurement).unwrap();
+    assert_eq!(
+        data.0[..32],
+        super::super::service::engine_key_hash(&engine.public)
+    );
+    assert_eq!(data.0[32..], [0; 32]);
+    // Each engine has a fresh key, and a quote of it.
+    let again = Client::new(&e).init_decryption_engine(&limits()).unwrap();
+    assert_ne!(again.public, engine.public);
+    assert!(verify_engine(&again, trust()).is_ok());
+}
+
+#[test]
+fn a_host_that_substitutes_the_engine_key_is_caught() {
+    use super::super::service::{AttestError, engine_key_hash};
+    use enclave::attest::{QuoteError, Quoter, ReportData};
+    use enclave::seal::{DEFAULT_SIGNER, Identity, RootKey};
+    let e = native();
+    let genuine = Client::new(&e).init_decryption_engine(&limits()).unwrap();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    // The host's key with the enclave's genuine quote: the quote binds another key.
+    let swapped = EngineKey {
+        public: host_key(),
+        quote: genuine.quote.clone(),
+    };
+    assert_eq!(
+        verify_engine(&swapped, trust()),
+        Err(AttestError::KeyNotBound {
+            quoted: hex(&engine_key_hash(&genuine.public)),
+            handed: hex(&engine_key_hash(&host_key())),
+        })
+    );
+    let why = verify_engine(&swapped, trust()).unwrap_err().to_string();
+    assert!(why.contains("the host substituted the key"), "{why}");
+    // The host's key quoted by an enclave of its own on this platform: another measurement.
+    let mut data = [0u8; 64];
+    data[..32].copy_from_slice(&engine_key_hash(&host_key()));
+    let root = RootKey::load_or_create(key_dir()).unwrap();
+    let own = Quoter::new(
+        &root,
+        Identity::from_code(
+            b"the host's own enclave",
+            super::super::service::SERVICE,
+            DEFAULT_SIGNER,
+        ),
+    )
+    .unwrap();
+    let forged = EngineKey {
+        public: host_key(),
+        quote: own.quote(&ReportData(data)),
+    };
+    assert!(matches!(
+        verify_engine(&forged, trust()),
+        Err(AttestError::Quote(QuoteError::WrongMeasurement { .. }))
+    ));
+    // Quoted with the right measurement on a platform of the host's own: another platform.
+    // (A host that reads this platform's key file could sign it here too: the emulation's
+    // limit, documented in `enclave::attest`.)
+    let elsewhere = Quoter::new(
+        &RootKey::generate().unwrap(),
+        Identity {
+            measurement: trust().measurement,
+            signer: enclave::seal::signer_hash(DEFAULT_SIGNER),
+        },
+    )
+    .unwrap();
+    let forged = EngineKey {
+        public: host_key(),
+        quote: elsewhere.quote(&ReportData(data)),
+    };
+    assert!(matches!(
+        verify_engine(&forged, trust()),
+        Err(AttestError::Quote(QuoteError::WrongPlatform { .. }))
+    ));
+    // A changed byte of the genuine quote, and bytes that are no quote at all.
+    let mut tampered = genuine.clone();
+    tampered.quote[100] ^= 1;
+    assert_eq!(
+        verify_engine(&tampered, trust()),
+        Err(AttestError::Quote(QuoteError::BadSignature))
+    );
+    let mut empty = genuine.clone();
+    empty.quote.clear();
+    assert!(matches!(
+        verify_engine(&empty, trust()),
+        Err(AttestError::Quote(QuoteError::Truncated { .. }))
+    ));
+    // The genuine key and quote still verify.
+    assert!(verify_engine(&genuine, trust()).is_ok());
+}
+
+#[test]
+fn an_enclave_without_platform_keys_cannot_start_the_engine() {
+    let e = Enclave::builder(super::super::service::SERVICE)
+        .backend(Backend::Native)
+        .start(&register(Registry::new()))
+        .unwrap();
+    match Client::new(&e).init_decryption_engine(&limits()) {
+        Err(ClientError::Middlebox(MiddleboxError::Attestation(m))) => {
+            assert!(m.contains("no platform keys"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The batch ecall and the batcher: records of one flow (and a stray one) in batches within
+/// the limits, one outcome each in order, the same counts as one ecall per record; a batch
+/// over the enclave's bounds is refused whole.
+#[test]
+fn batches_decrypt_every_record_in_order_within_their_limits() {
+    use super::super::batch::{BatchLimits, Batcher};
+    use super::super::service::{MAX_BATCH_RECORDS, RecordBatch};
+    let cap = capture(&messages(), b"ok");
+    let (cr, sr) = randoms(&cap);
+    let e = native();
+    let c = Client::new(&e);
+    let engine = c.init_decryption_engine(&limits()).unwrap();
+    c.load_ruleset(&super::super::service::Ruleset {
+        patterns: PATTERNS.iter().map(|p| p.to_vec()).collect(),
+    })
+    .unwrap();
+    let share = seal_share(&attested(&engine), cr, &cap.master).unwrap();
+    c.init_out_of_band_key_share(&share).unwrap();
+    c.set_info_flow(&FlowInfo::Open {
+        flow: 7,
+        client: "c".into(),
+        server: "s".into(),
+    })
+    .unwrap();
+    c.init_tls_process(&TlsRandoms {
+        flow: 7,
+        client_random: cr,
+        server_random: sr,
+    })
+    .unwrap();
+    let mut records = Vec::new();
+    for (dir, stream) in [
+        (Direction::ClientToServer, &cap.c2s),
+        (Direction::ServerToClient, &cap.s2c),
+    ] {
+        let mut started = false;
+        for (ct, _, bytes) in records_of(stream) {
+            if started {
+                records.push(RecordIn {
+                    flow: 7,
+                    direction: dir,
+                    record: bytes,
+                });
+            } else if ct == ContentType::ChangeCipherSpec {
+                c.start_tls_process(&StartTls {
+                    flow: 7,
+                    direction: dir,
+                })
+                .unwrap();
+                started = true;
+            }
+        }
+    }
+    // A record of a flow that is not open, in the middle.
+    let stray = RecordIn {
+        flow: 99,
+        ..records[1].clone()
+    };
+    records.insert(2, stray);
+    let n = records.len();
+    let b = Batcher::new(BatchLimits {
+        max_records: 2,
+        max_bytes: usize::MAX,
+        max_in_flight: 1,
+        max_record_bytes: usize::MAX,
+    });
+    let out = b.submit(c, records.clone()).unwrap();
+    assert_eq!(out.len(), n);
+    assert_eq!(
+        b.stats(),
+        (n.div_ceil(2) as u64, n as u64),
+        "batches of at most 2"
+    );
+    assert_eq!(out[2], Err(MiddleboxError::UnknownFlow(99)));
+    // In order: each verdict is of its own record (TLS 1.2 headers carry the real type).
+    for (i, (v, r)) in out.iter().zip(&records).enumerate() {
+        if i != 2 {
+            assert_eq!(v.as_ref().unwrap().content_type, r.record[0], "record {i}");
+        }
+    }
+    let ok: Vec<_> = out.iter().filter_map(|v| v.as_ref().ok()).collect();
+    assert_eq!(ok.len(), n - 1);
+    assert_eq!(ok.iter().map(|v| v.matches).sum::<u32>(), 3);
+    assert_eq!(ok.iter().filter(|v| v.content_type == 23).count(), 5);
+    let r = c.set_info_flow(&FlowInfo::Close { flow: 7 }).unwrap();
+    let counts = r.counts.unwrap();
+    assert_eq!((counts[0].app_records, counts[0].matches), (4, 3));
+    assert_eq!(counts[1].app_records, 1);
+    // The limits are clamped so that any record fits in a batch.
+    let tiny = Batcher::new(BatchLimits {
+        max_records: 0,
+        max_bytes: 1,
+        max_in_flight: 0,
+        max_record_bytes: 0,
+    });
+    assert_eq!(tiny.limits().max_records, 1);
+    assert_eq!(tiny.limits().max_in_flight, 1);
+    assert!(tiny.limits().max_bytes >= 5 + (1 << 14) + 2048);
+    // Over the enclave's bounds: refused whole, nothing decrypted.
+    let huge = RecordBatch {
+        records: vec![records[0].clone(); MAX_BATCH_RECORDS + 1],
+    };
+    match c.reproduce_ssl_context_batch(&huge) {
+        Err(ClientError::Middlebox(MiddleboxError::BatchTooLarge { records, .. })) => {
+            assert_eq!(records, MAX_BATCH_RECORDS as u64 + 1)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Many threads submitting at once, with two batches in flight: every submitter gets the
+/// outcomes of its own records, in order, and nobody waits forever (a lost leader's place
+/// would leave submissions stranded). Records of flows that are not open make each outcome
+/// name its record.
+#[test]
+fn concurrent_submitters_each_get_their_own_outcomes_in_order() {
+    use super::super::batch::{BatchLimits, Batcher};
+    let e = native();
+    let c = Client::new(&e);
+    let b = Batcher::new(BatchLimits {
+        max_records: 4,
+        max_bytes: usize::MAX,
+        max_in_flight: 2,
+        max_record_bytes: usize::MAX,
+    });
+    let record = records_of(&capture(&messages(), b"ok").c2s)[0].2.clone();
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (b, record) = (&b, &record);
+            s.spawn(move || {
+                for k in 0..40u64 {
+                    let ids: Vec<u64> =
+                        (0..1 + (t + k) % 6).map(|i| t << 32 | k << 8 | i).collect();
+                    let records = ids
+                        .iter()
+                        .map(|&flow| RecordIn {
+                            flow,
+                            direction: Direction::ClientToServer,
+                            record: record.clone(),
+                        })
+                        .collect();
+                    let out = b.submit(c, records).unwrap();
+                    let want: Vec<_> = ids
+                        .iter()
+                        .map(|&f| Err(MiddleboxError::UnknownFlow(f)))
+                        .collect();
+                    assert_eq!(out, want, "thread {t}, submission {k}");
+                }
+            });
+        }
+    });
+    let (batches, records) = b.stats();
+    let expected: u64 = (0..8u64)
+        .flat_map(|t| (0..40u64).map(move |k| 1 + (t + k) % 6))
+        .sum();
+    assert_eq!(records, expected);
+    assert!(batches >= expected.div_ceil(4), "{batches}");
 }
