@@ -12,8 +12,20 @@ fn output(cmd: &str, args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    for path in ["../../.git/HEAD", "../../.git/index"] {
-        if Path::new(path).exists() {
+    // Re-run when the commit or the tree changes: HEAD, the branch it points to and the
+    // packed refs (a commit moves the branch, not HEAD), the index, and the sources (an
+    // edit makes the build dirty without touching git). `--git-path` finds each file in a
+    // linked worktree too, where `.git` is a file.
+    let mut watched: Vec<String> = ["HEAD", "index", "packed-refs"]
+        .iter()
+        .filter_map(|f| output("git", &["rev-parse", "--git-path", f]))
+        .collect();
+    if let Some(branch) = output("git", &["symbolic-ref", "-q", "HEAD"]) {
+        watched.extend(output("git", &["rev-parse", "--git-path", &branch]));
+    }
+    watched.extend(["../../crates", "../../examples", "../../Cargo.toml"].map(String::from));
+    for path in watched {
+        if Path::new(&path).exists() {
             println!("cargo:rerun-if-changed={path}");
         }
     }
