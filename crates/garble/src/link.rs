@@ -309,6 +309,112 @@ impl Profile {
     }
 }
 
+/// What a user-space link of some profile delivered, measured on its own (see
+/// [`measure`]): the emulator's accuracy, against the profile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// Bytes per second of one long one-way transfer: the bytes over the time from the
+    /// first write to the answer that the last byte arrived, less the round-trip time.
+    pub rate_bytes_per_s: f64,
+    /// Bytes of that transfer.
+    pub bytes: u64,
+    /// The shortest of the one-byte round trips.
+    pub rtt_min: Duration,
+    /// The median of the one-byte round trips.
+    pub rtt_median: Duration,
+}
+
+/// Measures a user-space link of `profile`: `pings` one-byte round trips, then a one-way
+/// transfer of `bytes`, between two threads of this process through the link. `None` for
+/// loopback (no link). Every wait is bounded by `timeout`.
+pub fn measure(
+    profile: &Profile,
+    bytes: usize,
+    pings: usize,
+    timeout: Duration,
+) -> Result<Option<Measured>, LinkError> {
+    let io = |what| move |source| LinkError::Io { what, source };
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding 127.0.0.1:0"))?;
+    let upstream = listener.local_addr().map_err(io("local address"))?;
+    let Some(link) = profile.start(upstream)? else {
+        return Ok(None);
+    };
+    let mut c = TcpStream::connect_timeout(&link.addr(), timeout)
+        .map_err(io("connecting through the link"))?;
+    listener
+        .set_nonblocking(false)
+        .map_err(io("blocking accept"))?;
+    let (mut s, _) = listener
+        .accept()
+        .map_err(io("accepting through the link"))?;
+    for x in [&c, &s] {
+        x.set_read_timeout(Some(timeout))
+            .and_then(|()| x.set_write_timeout(Some(timeout)))
+            .and_then(|()| x.set_nodelay(true))
+            .map_err(io("socket options"))?;
+    }
+    let echo = std::thread::Builder::new()
+        .name("link-measure".into())
+        .spawn(move || -> std::io::Result<usize> {
+            let mut b = [0u8; 1];
+            for _ in 0..pings {
+                s.read_exact(&mut b)?;
+                s.write_all(&b)?;
+            }
+            // Then the transfer, and one byte back when all of it arrived.
+            let mut buf = vec![0u8; CHUNK];
+            let mut got = 0;
+            while got < bytes {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            s.write_all(&[1])?;
+            Ok(got)
+        })
+        .map_err(io("starting the echo thread"))?;
+    let mut rtts = Vec::with_capacity(pings);
+    let mut b = [0u8; 1];
+    let run = (|| -> std::io::Result<Duration> {
+        for i in 0..pings {
+            let t = Instant::now();
+            c.write_all(&[i as u8])?;
+            c.read_exact(&mut b)?;
+            rtts.push(t.elapsed());
+        }
+        let data = vec![0x5au8; CHUNK];
+        let t = Instant::now();
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(CHUNK);
+            c.write_all(&data[..n])?;
+            left -= n;
+        }
+        // The last byte arrives one delay after it left the bucket, and the answer takes
+        // another: the bucket's time is the rest.
+        c.read_exact(&mut b)?;
+        Ok(t.elapsed().saturating_sub(profile.rtt))
+    })();
+    let took = run.map_err(io("measuring the link"))?;
+    let got = echo
+        .join()
+        .map_err(|_| LinkError::Io {
+            what: "the echo thread",
+            source: std::io::Error::other("panicked"),
+        })?
+        .map_err(io("the echo thread"))?;
+    drop(link);
+    rtts.sort();
+    Ok(Some(Measured {
+        rate_bytes_per_s: got as f64 / took.as_secs_f64().max(1e-9),
+        bytes: got as u64,
+        rtt_min: rtts.first().copied().unwrap_or_default(),
+        rtt_median: rtts.get(rtts.len() / 2).copied().unwrap_or_default(),
+    }))
+}
+
 impl std::fmt::Display for Profile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.rate_bits_per_s {
@@ -365,7 +471,12 @@ impl Shape {
     /// The token bucket's depth in bytes: a millisecond of the link's bytes, at least one
     /// read ([`CHUNK`]).
     pub fn burst_bytes(&self) -> usize {
-        ((self.rate_bytes_per_s * 1e-3) as usize).max(CHUNK)
+        Shape::burst_bytes_of(self.rate_bytes_per_s)
+    }
+
+    /// The bucket's depth at `rate_bytes_per_s`.
+    fn burst_bytes_of(rate_bytes_per_s: f64) -> usize {
+        ((rate_bytes_per_s * 1e-3) as usize).max(CHUNK)
     }
 
     /// The most bytes one direction holds at once: `rate × delay`, the bucket's depth and
@@ -1028,6 +1139,26 @@ mod tests {
         let r = srv.join().unwrap();
         assert!(matches!(r, Ok(0)) || r.is_err(), "{r:?}");
         drop(c);
+    }
+
+    /// The link measured on its own: round trips of at least the RTT, and a rate that the
+    /// bucket holds down (loopback alone would be a hundred times faster).
+    #[test]
+    fn the_link_measures_its_own_rate_and_delay() {
+        let p = shaped(80_000_000, 20);
+        let m = measure(&p, 1_000_000, 3, Duration::from_secs(10))
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.bytes, 1_000_000);
+        assert!(m.rtt_min >= p.rtt, "{m:?}");
+        // 10 MB/s, less what the bucket's depth lets through at once.
+        let ceiling = 10e6 * 1e6 / (1e6 - Shape::burst_bytes_of(10e6) as f64);
+        assert!(m.rate_bytes_per_s <= 1.1 * ceiling, "{m:?}");
+        assert!(
+            measure(&Profile::loopback(), 10, 1, Duration::from_secs(1))
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

@@ -450,6 +450,9 @@ impl Scenario for Ed25519Pc {
         let net = crate::gc2pc::net::net_profile(ctx)?;
         // Every record of a run over a link says which link.
         let ctx = &ctx.with_params(crate::gc2pc::net::net_params(&net));
+        if let Some(t) = crate::gc2pc::net::link_table(&net)? {
+            ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
+        }
         let plan = Plan::of(ctx.options.preset);
         // The sessions' garbling hash (`--hash`; MITCCRH by default).
         let (hash, _) = crate::gc2pc::session_hash(ctx)?;

@@ -700,8 +700,12 @@ impl Scenario for Gc2pc {
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
         let net = net_profile(ctx)?;
-        // Every record of a run over a link says which link.
+        // Every record of a run over a link says which link, and the link's own rate and
+        // delay come first.
         let ctx = &ctx.with_params(net_params(&net));
+        if let Some(t) = net::link_table(&net)? {
+            ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
+        }
         let plan = Plan::of(ctx.options.preset);
         let (hash, chosen_hash) = session_hash(ctx)?;
         // Three gate kinds, two hashes, one or two backends.

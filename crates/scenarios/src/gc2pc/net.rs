@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use garble::link::{ParamValue, Profile};
 use garble::session::{SessionReport, Stage};
-use measure::record::{Params, Value};
+use measure::record::{Params, Table, Value};
 use measure::stages::Stages;
 
 use harness::{Context, ScenarioError};
@@ -44,6 +44,61 @@ pub fn net_params(p: &Profile) -> Params {
             (k.to_owned(), v)
         })
         .collect()
+}
+
+/// Measures the run's link on its own ([`garble::link::measure`]: ten one-byte round trips
+/// and half a second's worth of bytes at the profile's rate, 1 to 64 MB) and returns the
+/// `link` table: the profile's rate and RTT beside what the emulator delivered. `None` for
+/// loopback.
+pub fn link_table(net: &Profile) -> Result<Option<Table>, ScenarioError> {
+    let Some(rate) = net.rate_bytes_per_s() else {
+        return Ok(None);
+    };
+    let bytes = ((rate * 0.5) as usize).clamp(1 << 20, 64 << 20);
+    let timeout = Duration::from_secs(60);
+    let Some(m) = garble::link::measure(net, bytes, 10, timeout)
+        .map_err(|e| ScenarioError::step("measuring the link", e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let rtt = ms(net.rtt);
+    Ok(Some(Table {
+        name: "link".into(),
+        title: format!("The emulated link ({net}) measured on its own"),
+        columns: [
+            "profile",
+            "emulator",
+            "rate Mbit/s",
+            "measured Mbit/s",
+            "measured / profile",
+            "RTT ms",
+            "measured RTT ms (min)",
+            "measured RTT ms (median)",
+            "transfer bytes",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: vec![vec![
+            Value::from(net.name.as_str()),
+            Value::from(net.emulator()),
+            Value::from(rate * 8.0 / 1e6),
+            Value::from(m.rate_bytes_per_s * 8.0 / 1e6),
+            Value::from(m.rate_bytes_per_s / rate),
+            Value::from(rtt),
+            Value::from(ms(m.rtt_min)),
+            Value::from(ms(m.rtt_median)),
+            Value::from(m.bytes),
+        ]],
+        source: None,
+        notes: vec![
+            "Rate: one one-way transfer between two threads through the link, from the first \
+             write to the answer that the last byte arrived, less the RTT. RTT: ten one-byte \
+             round trips. The token bucket lets its depth (1 ms of bytes, at least 64 KiB) \
+             through at once, which puts a short transfer's rate above the profile's."
+                .into(),
+        ],
+    }))
 }
 
 /// The mean time of each stage in sessions over loopback: the compute of the prediction.
