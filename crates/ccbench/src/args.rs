@@ -114,6 +114,31 @@ pub enum HistoryCommand {
         /// Exit 1 when the series has a change point (for CI).
         #[arg(long)]
         fail_on_change: bool,
+        /// Also draw the trend into this file (.svg or .png).
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
+    },
+    /// An HTML (and markdown) page of every measurement over runs: the change points first,
+    /// with their plots, then every measurement in a table.
+    Report {
+        /// Output folder (report.html, report.md, plots/).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only this machine (fingerprint or name).
+        #[arg(long)]
+        machine: Option<String>,
+        /// Only the newest N runs.
+        #[arg(long, value_name = "N")]
+        last: Option<usize>,
+        /// Significance level of the change-point test.
+        #[arg(long, default_value_t = 0.01, value_parser = parse_alpha)]
+        alpha: f64,
+        /// Plot every measurement with two runs or more, not only those that changed.
+        #[arg(long)]
+        plot_all: bool,
+        /// Exit 1 when any measurement has a change point (for CI).
+        #[arg(long)]
+        fail_on_change: bool,
     },
     /// The machines seen: fingerprint, name, CPU, cores, memory, kernel, TEE.
     Machines,

@@ -22,6 +22,7 @@ use scenarios::gc2pc::{load_circuit, stage_breakdown};
 
 use crate::Exit;
 use crate::args::{GcCircuitCommand, GcCommand, PartyArgs};
+use crate::atomic::write_atomically;
 
 pub fn gc(cmd: GcCommand) -> Result<ExitCode> {
     match cmd {
@@ -73,25 +74,6 @@ fn ed25519_circuit(spec: &str) -> Result<Option<Ed25519Sign>> {
         ))
         .into()),
     }
-}
-
-/// A temporary file next to `output`, persisted only when `write` succeeds: never a
-/// half-written circuit file.
-fn write_atomically(
-    output: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
-) -> Result<()> {
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    write(tmp.as_file_mut()).with_context(|| format!("writing {}", output.display()))?;
-    tmp.persist(output)
-        .map_err(|e| e.error)
-        .with_context(|| format!("writing {}", output.display()))?;
-    Ok(())
 }
 
 fn build_generated(name: &str, c: &Ed25519Sign, output: &Path) -> Result<ExitCode> {
@@ -315,19 +297,10 @@ fn build(name: &str, output: &Path) -> Result<ExitCode> {
             garble::library::NAMES.join(", ")
         ))
     })?;
-    // Write next to the target, then rename: never a half-written circuit file.
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    garble::bristol::write_fashion(&c, std::io::BufWriter::new(tmp.as_file_mut()))
-        .and_then(|()| tmp.as_file_mut().flush())
-        .with_context(|| format!("writing {}", output.display()))?;
-    tmp.persist(output)
-        .map_err(|e| e.error)
-        .with_context(|| format!("writing {}", output.display()))?;
+    write_atomically(output, |f| {
+        garble::bristol::write_fashion(&c, std::io::BufWriter::new(&mut *f))?;
+        f.flush()
+    })?;
     let s = c.stats();
     println!(
         "{}: {name}, {} gates ({} AND), {} wires",

@@ -160,6 +160,7 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
             machine,
             alpha,
             fail_on_change,
+            plot,
         } => {
             let store = open(&args.location)?;
             let key = Key::parse(&measurement, &params).map_err(Exit::usage)?;
@@ -177,11 +178,59 @@ pub fn history(args: HistoryArgs) -> Result<ExitCode> {
                 &cfg,
             )?;
             print_trend(&s);
+            if let Some(path) = plot {
+                write_plot(&trend_of(&s), &path)?;
+                eprintln!("plot: {}", path.display());
+            }
             if fail_on_change && !s.changes.is_empty() {
                 eprintln!(
                     "change: {} change point(s) at alpha {alpha}",
                     s.changes.len()
                 );
+                return Ok(ExitCode::FAILURE);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCommand::Report {
+            out,
+            machine,
+            last,
+            alpha,
+            plot_all,
+            fail_on_change,
+        } => {
+            let store = open(&args.location)?;
+            let cfg = history::changepoint::Config {
+                alpha,
+                ..Default::default()
+            };
+            let filter = RunFilter {
+                machine: machine.clone(),
+                limit: last,
+            };
+            let all = history::every_series(&*store, &filter, &cfg)?;
+            let trends: Vec<report::trend::Trend> = all.iter().map(trend_of).collect();
+            let which = match (&machine, last) {
+                (Some(m), Some(n)) => format!("the newest {n} runs of machine {m}"),
+                (Some(m), None) => format!("the runs of machine {m}"),
+                (None, Some(n)) => format!("the newest {n} runs"),
+                (None, None) => "every run".to_owned(),
+            };
+            let page = report::trend::HistoryPage {
+                title: "ccbench history".to_owned(),
+                source: format!("From {}, {which}:", store.location()),
+                alpha,
+                plot_all,
+                png: true,
+            };
+            let w = report::trend::write_history(&trends, &out, &page)?;
+            let changed = trends.iter().filter(|t| !t.steps.is_empty()).count();
+            println!(
+                "{} measurement(s), {changed} with a change point: {}",
+                trends.len(),
+                w.html.display()
+            );
+            if fail_on_change && changed > 0 {
                 return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)
@@ -262,6 +311,50 @@ fn print_runs(runs: &[RunInfo]) {
             r.scenarios.join(" ")
         );
     }
+}
+
+/// A series as the report draws it.
+fn trend_of(s: &history::Series) -> report::trend::Trend {
+    report::trend::Trend {
+        measurement: s.key.to_string(),
+        points: s
+            .points
+            .iter()
+            .map(|p| report::trend::TrendPoint {
+                run: p.run.id,
+                started: p.run.started.clone(),
+                commit: p.run.commit.clone(),
+                median_ns: p.median_ns,
+                ci_ns: p.ci_ns,
+            })
+            .collect(),
+        steps: s
+            .changes
+            .iter()
+            .map(|c| report::trend::TrendStep {
+                index: c.index,
+                p_value: c.p_value,
+                before_ns: c.before,
+                after_ns: c.after,
+            })
+            .collect(),
+    }
+}
+
+/// Writes a trend's plot to `path`, SVG or PNG by its extension, atomically.
+fn write_plot(t: &report::trend::Trend, path: &Path) -> Result<()> {
+    let bytes = match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => t.to_svg()?.into_bytes(),
+        Some(e) if e.eq_ignore_ascii_case("png") => t.to_png()?,
+        _ => {
+            return Err(Exit::usage(format!(
+                "--plot {}: name a .svg or .png file",
+                path.display()
+            ))
+            .into());
+        }
+    };
+    crate::atomic::write_atomically(path, |f| std::io::Write::write_all(f, &bytes))
 }
 
 fn print_trend(s: &history::Series) {

@@ -12,6 +12,7 @@
 //! `docs/own-workload.md` walks through it; `examples/kv-store` is a whole one.
 
 mod args;
+mod atomic;
 mod gc;
 mod history;
 mod progress;

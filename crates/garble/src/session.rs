@@ -453,18 +453,21 @@ pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
         circuit.garbler_input_bits(),
         circuit.evaluator_input_bits(),
         circuit.output_bits(),
+        circuit.output_bits(),
         circuit.stats().and_gates(),
         n,
     )
 }
 
-/// [`expected_wire_bytes`] from the header's size, the input and output widths and the AND
-/// gates of one evaluation (shared with [`crate::stream::expected_wire_bytes`]).
+/// [`expected_wire_bytes`] from the header's size, the input and output widths, the outputs
+/// that carry a check (not constants) and the AND gates of one evaluation (shared with
+/// [`crate::stream::expected_wire_bytes`]).
 pub(crate) fn predicted_wire_bytes(
     header: u64,
     garbler_bits: usize,
     evaluator_bits: usize,
     output_bits: usize,
+    checked_outputs: usize,
     and: u64,
     n: u64,
 ) -> (u64, u64) {
@@ -478,7 +481,7 @@ pub(crate) fn predicted_wire_bytes(
     } else {
         (16 * m, 16 * m.div_ceil(128) * kappa)
     };
-    let check = (crate::gc::CHECK_BYTES * output_bits) as u64;
+    let check = (crate::gc::CHECK_BYTES * checked_outputs) as u64;
     let garbler = header + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out + check);
     let evaluator = header + 32 + ot_evaluator + n * out;
     (garbler, evaluator)

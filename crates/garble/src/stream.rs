@@ -356,18 +356,19 @@ impl<E> Gen for StreamEvaluator<'_, E> {
 pub const HEADER_BYTES: usize = 64;
 
 /// What each party of a session over `c` must write to its transport, in bytes, from the
-/// protocol's messages alone: `(garbler, evaluator)`, with `and_gates` the AND gates the
-/// generator emits ([`generator::stats`]). The same messages as
-/// [`crate::session::expected_wire_bytes`] for one evaluation, with this protocol's
-/// 64-byte header. (An output that folded to a constant has no check bytes, so this
-/// assumes none did, as for every circuit the generators build.) A session's socket counters are checked against it.
-pub fn expected_wire_bytes<G: Generator>(c: &G, and_gates: u64) -> (u64, u64) {
+/// protocol's messages alone: `(garbler, evaluator)`, with `stats` the generator's count of
+/// `c` ([`generator::stats`]: its AND gates, and the outputs that folded to constants, which
+/// carry no check). The same messages as [`crate::session::expected_wire_bytes`] for one
+/// evaluation, with this protocol's 64-byte header. A session's socket counters are
+/// checked against it.
+pub fn expected_wire_bytes<G: Generator>(c: &G, stats: &generator::GenStats) -> (u64, u64) {
     crate::session::predicted_wire_bytes(
         HEADER_BYTES as u64,
         c.garbler_input_bits(),
         c.evaluator_input_bits(),
         c.output_bits(),
-        and_gates,
+        c.output_bits() - stats.constant_outputs as usize,
+        stats.stats.and_gates(),
         1,
     )
 }
@@ -761,15 +762,63 @@ mod tests {
         let (g, e) = (ga.unwrap(), gb.unwrap());
         assert_eq!(g.outputs[0], want);
         assert_eq!(e.outputs[0], want);
-        let ands = generator::stats(&Sha).stats.and_gates();
+        let gs = generator::stats(&Sha);
+        let ands = gs.stats.and_gates();
         assert_eq!(g.report.table_bytes, ands * 32);
         assert!(g.report.stage(Stage::Garble).bytes_sent >= ands * 32);
         // Every byte either party sent is one the protocol's messages account for.
-        let want = expected_wire_bytes(&Sha, ands);
+        let want = expected_wire_bytes(&Sha, &gs);
         assert_eq!((g.report.bytes_sent, e.report.bytes_sent), want);
         assert_eq!(
             (g.report.wire_bytes_sent, g.report.wire_bytes_received),
             want
+        );
+    }
+
+    /// Outputs that fold to constants carry no check bytes: the prediction counts only the
+    /// others, and matches the wire exactly (as the Ed25519 signature's top bits of `S`).
+    #[test]
+    fn constant_outputs_are_predicted_without_a_check() {
+        struct WithConstants;
+        impl Generator for WithConstants {
+            fn name(&self) -> String {
+                "and8-and-three-constants".into()
+            }
+            fn garbler_input_bits(&self) -> usize {
+                8
+            }
+            fn evaluator_input_bits(&self) -> usize {
+                8
+            }
+            fn output_bits(&self) -> usize {
+                11
+            }
+            fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+                let mut out = g.and_w(a, b);
+                out.extend([W::C(false), W::C(true), W::C(false)]);
+                out
+            }
+        }
+        let gs = generator::stats(&WithConstants);
+        assert_eq!(gs.constant_outputs, 3);
+        let (a, b) = (
+            vec![true; 8],
+            vec![true, false, true, true, false, false, true, true],
+        );
+        let want = eval_plain(&WithConstants, &a, &b);
+        let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+        let opts = SessionOptions::default();
+        let (g, e) = std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, &WithConstants, &b, &opts));
+            let g = run_garbler(&mut x, &WithConstants, &a, &opts);
+            (g, e.join().unwrap())
+        });
+        let (g, e) = (g.unwrap(), e.unwrap());
+        assert_eq!((&g.outputs[0], &e.outputs[0]), (&want, &want));
+        let predicted = expected_wire_bytes(&WithConstants, &gs);
+        assert_eq!(
+            (g.report.wire_bytes_sent, e.report.wire_bytes_sent),
+            predicted
         );
     }
 

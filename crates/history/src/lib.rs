@@ -17,7 +17,7 @@ pub mod test_server;
 
 pub use crate::postgres::Postgres;
 pub use machine::Machine;
-pub use series::{Key, Series, series};
+pub use series::{Key, Series, every_series, series};
 pub use sqlite::Sqlite;
 pub use store::{HistoryError, NewRun, RunFilter, RunInfo, RunStatus, Store, select};
 

@@ -334,7 +334,7 @@ impl Store for Postgres {
                          FROM tags t WHERE t.run = r.id)
                  FROM runs r
                  WHERE $1::TEXT IS NULL OR r.machine = $1 OR r.machine_name = $1
-                 ORDER BY r.id DESC
+                 ORDER BY r.started DESC, r.id DESC
                  LIMIT $2",
                 &[&filter.machine, &limit],
             )

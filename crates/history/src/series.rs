@@ -1,7 +1,9 @@
 //! One measurement over runs: its per-run median and 95% interval, and the change points
 //! of the medians.
 
-use measure::record::{Body, Record};
+use std::collections::{HashMap, HashSet};
+
+use measure::record::{Body, Measurement, Record};
 
 use crate::changepoint::{self, ChangePoint};
 use crate::store::{HistoryError, RunFilter, RunInfo, Store};
@@ -48,6 +50,21 @@ impl Key {
         })
     }
 
+    /// The key that names exactly `r`'s measurement: its scenario, name, backend and every
+    /// parameter.
+    pub fn exact(r: &Record, m: &Measurement) -> Key {
+        Key {
+            scenario: r.scenario.clone(),
+            name: m.name.clone(),
+            backend: Some(r.backend.clone()),
+            params: r
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+        }
+    }
+
     /// Whether `r` is this measurement.
     pub fn matches(&self, r: &Record) -> bool {
         matches!(&r.body, Body::Measurement(m) if m.name == self.name)
@@ -57,6 +74,20 @@ impl Key {
                 .params
                 .iter()
                 .all(|(k, v)| r.params.get(k).is_some_and(|p| p.to_string() == *v))
+    }
+}
+
+/// The selector text [`Key::parse`] reads back: `scenario/name[@backend] [key=value ...]`.
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.scenario, self.name)?;
+        if let Some(b) = &self.backend {
+            write!(f, "@{b}")?;
+        }
+        for (k, v) in &self.params {
+            write!(f, " {k}={v}")?;
+        }
+        Ok(())
     }
 }
 
@@ -137,4 +168,54 @@ pub fn series(
         points,
         changes,
     })
+}
+
+/// Every measurement of the runs `filter` selects, each as its series over the runs that
+/// have it (oldest first) with its change points, in order of first appearance. Each series
+/// is named by its [`Key::exact`]; where a run holds the same measurement twice, the first
+/// counts. Medians that are not finite (only a hand-made file has them) are left out.
+pub fn every_series(
+    store: &dyn Store,
+    filter: &RunFilter,
+    cfg: &changepoint::Config,
+) -> Result<Vec<Series>, HistoryError> {
+    let mut runs = store.runs(filter)?;
+    runs.reverse();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut out: Vec<Series> = Vec::new();
+    for run in runs {
+        let records = store.records(run.id)?;
+        let mut seen = HashSet::new();
+        for r in &records {
+            let Body::Measurement(m) = &r.body else {
+                continue;
+            };
+            if !m.summary.median_ns.is_finite() {
+                continue;
+            }
+            let key = Key::exact(r, m);
+            let name = key.to_string();
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let i = *index.entry(name).or_insert_with(|| {
+                out.push(Series {
+                    key,
+                    points: Vec::new(),
+                    changes: Vec::new(),
+                });
+                out.len() - 1
+            });
+            out[i].points.push(Point {
+                run: run.clone(),
+                median_ns: m.summary.median_ns,
+                ci_ns: (m.summary.median_ci_low_ns, m.summary.median_ci_high_ns),
+            });
+        }
+    }
+    for s in &mut out {
+        let medians: Vec<f64> = s.points.iter().map(|p| p.median_ns).collect();
+        s.changes = changepoint::detect(&medians, cfg);
+    }
+    Ok(out)
 }

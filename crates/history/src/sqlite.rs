@@ -267,7 +267,7 @@ impl Store for Sqlite {
                         (SELECT group_concat(t.name, ' ') FROM tags t WHERE t.run = r.id)
                  FROM runs r
                  WHERE ?1 IS NULL OR r.machine = ?1 OR r.machine_name = ?1
-                 ORDER BY r.id DESC
+                 ORDER BY r.started DESC, r.id DESC
                  LIMIT ?2",
             )
             .map_err(|e| self.err(e))?;

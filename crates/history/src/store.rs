@@ -132,7 +132,8 @@ pub trait Store {
     fn location(&self) -> &str;
     /// Stores a run whole (in one transaction: a failure stores nothing) and returns its id.
     fn record_run(&mut self, run: &NewRun<'_>) -> Result<i64, HistoryError>;
-    /// Runs, newest first.
+    /// Runs, newest first: by the time they started, then by number (an imported run
+    /// takes its place by its time, not by when it was imported).
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, HistoryError>;
     /// One run's records, in their order.
     fn records(&self, run: i64) -> Result<Vec<Record>, HistoryError>;
@@ -201,8 +202,8 @@ pub(crate) fn check_tag_name(db: &str, name: &str) -> Result<(), HistoryError> {
     Ok(())
 }
 
-/// The runs a selector names: a run number, a tag, `last` (the newest run), `last~N` (the
-/// N-th before it), or `A..B` (run numbers A to B, both included, that exist).
+/// The runs a selector names: a run number, a tag, `last` (the run that started last),
+/// `last~N` (the N-th before it), or `A..B` (run numbers A to B, both included, that exist).
 pub fn select(store: &dyn Store, selector: &str) -> Result<Vec<i64>, HistoryError> {
     let not_found = |what: String| HistoryError::NotFound {
         db: store.location().to_owned(),

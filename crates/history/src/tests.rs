@@ -159,6 +159,18 @@ pub(crate) fn check_selectors(s: &mut dyn Store) {
         assert!(s.tag(ids[0], bad).is_err(), "{bad:?} became a tag");
     }
     assert!(s.tag(999, "x").is_err());
+    // A run imported now that started before all of them takes its place by its time: it
+    // is listed last and is not `last`, though its number is the highest.
+    let old = store_run(s, &run("2026-11-23T09:00:00Z", 1.0), RunStatus::Complete);
+    assert!(old > ids[3]);
+    assert_eq!(select(&*s, "last").unwrap(), [ids[3]]);
+    let listed: Vec<i64> = s
+        .runs(&RunFilter::default())
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(listed, [ids[3], ids[2], ids[1], ids[0], old]);
 }
 
 #[test]
@@ -230,6 +242,34 @@ pub(crate) fn check_series(s: &mut dyn Store) {
         .to_string();
     assert!(e.contains("@native") && e.contains("@sandbox"), "{e}");
     assert!(Key::parse("no-slash", &[]).is_err());
+    // Every measurement at once: the two backends apart, each with the step, and each key's
+    // text parses back to a key that selects the same series.
+    let all = every_series(&*s, &RunFilter::default(), &Default::default()).unwrap();
+    let names: Vec<String> = all.iter().map(|s| s.key.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "sealing/seal@native size_bytes=4096",
+            "sealing/seal@sandbox size_bytes=4096"
+        ]
+    );
+    for one in &all {
+        assert_eq!(one.points.len(), 30);
+        assert_eq!(one.changes.len(), 1, "{:?}", one.changes);
+        assert_eq!(one.changes[0].index, 15);
+        let text = one.key.to_string();
+        let mut words = text.split(' ');
+        let head = words.next().unwrap();
+        let params: Vec<String> = words.map(str::to_owned).collect();
+        let again = crate::series(
+            &*s,
+            &Key::parse(head, &params).unwrap(),
+            &RunFilter::default(),
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(again.points, one.points);
+    }
     assert!(Key::parse("a/b", &["novalue".into()]).is_err());
 }
 

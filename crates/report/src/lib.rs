@@ -13,6 +13,7 @@
 //!   section, and the end of a run's terminal output).
 //! - [`verdicts`]: the checks' verdicts, and whether a run fails on them.
 //! - [`compare`]: baseline against candidate, with significance and a noise threshold.
+//! - [`trend`]: measurements over runs, with their change points: the history's page.
 //! - [`units`]: the number formatting used throughout.
 
 use std::collections::HashSet;
@@ -30,6 +31,7 @@ mod doc;
 mod html;
 mod plots;
 mod table;
+pub mod trend;
 pub mod units;
 pub mod verdicts;
 
@@ -188,13 +190,31 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// [`Options::csv`]) `csv/<kind>.csv`. Every file goes through a temporary file renamed into
 /// place, so an interrupted or failed call leaves no half-written file.
 pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Result<Written, Error> {
+    let d = doc::build(records, opts, doc::Layout::Files);
+    let csv = if opts.csv {
+        csv_files(records)
+    } else {
+        Vec::new()
+    };
+    write_doc(&d, out_dir, opts.png, &csv)
+}
+
+/// Writes a document into `out_dir` (created if missing): its plots (SVG, and PNG with
+/// `png`), then `csv/<stem>.csv` for each of `csv`, then `report.md` and `report.html`, so
+/// that a page never references a file that is not there yet. Each file is written
+/// atomically.
+fn write_doc(
+    d: &doc::Doc,
+    out_dir: &Path,
+    png: bool,
+    csv: &[(String, String)],
+) -> Result<Written, Error> {
     let mkdir = |p: &Path| {
         std::fs::create_dir_all(p).map_err(|source| Error::Io {
             path: p.to_owned(),
             source,
         })
     };
-    let d = doc::build(records, opts, doc::Layout::Files);
     let plot_dir = out_dir.join("plots");
     mkdir(out_dir)?;
     let mut written = Written {
@@ -203,8 +223,7 @@ pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Resul
         ..Written::default()
     };
 
-    // Plots first, so that the pages never reference a file that is not there yet.
-    let svgs = svgs(&d, &plot_dir)?;
+    let svgs = svgs(d, &plot_dir)?;
     if !d.plots.is_empty() {
         mkdir(&plot_dir)?;
     }
@@ -212,7 +231,7 @@ pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Resul
         let path = plot_dir.join(format!("{}.svg", p.name));
         write_atomic(&path, svg.as_bytes())?;
         written.plots.push(path);
-        if opts.png {
+        if png {
             let path = plot_dir.join(format!("{}.png", p.name));
             let png = p.chart.to_png().map_err(|message| Error::Plot {
                 path: path.clone(),
@@ -223,30 +242,27 @@ pub fn write_report(records: &[Record], out_dir: &Path, opts: &Options) -> Resul
         }
     }
 
-    if opts.csv {
-        let files = csv_files(records);
-        if !files.is_empty() {
-            let csv_dir = out_dir.join("csv");
-            mkdir(&csv_dir)?;
-            let mut used = HashSet::new();
-            for (stem, text) in files {
-                let base = doc::slug(&stem);
-                let mut name = base.clone();
-                let mut i = 2;
-                while !used.insert(name.clone()) {
-                    name = format!("{base}-{i}");
-                    i += 1;
-                }
-                let path = csv_dir.join(format!("{name}.csv"));
-                write_atomic(&path, text.as_bytes())?;
-                written.csv.push(path);
+    if !csv.is_empty() {
+        let csv_dir = out_dir.join("csv");
+        mkdir(&csv_dir)?;
+        let mut used = HashSet::new();
+        for (stem, text) in csv {
+            let base = doc::slug(stem);
+            let mut name = base.clone();
+            let mut i = 2;
+            while !used.insert(name.clone()) {
+                name = format!("{base}-{i}");
+                i += 1;
             }
+            let path = csv_dir.join(format!("{name}.csv"));
+            write_atomic(&path, text.as_bytes())?;
+            written.csv.push(path);
         }
     }
 
-    let md = doc::Markdown.render(&d);
+    let md = doc::Markdown.render(d);
     write_atomic(&written.markdown, md.as_bytes())?;
-    let html = doc::Html { svgs: &svgs }.render(&d);
+    let html = doc::Html { svgs: &svgs }.render(d);
     write_atomic(&written.html, html.as_bytes())?;
     Ok(written)
 }

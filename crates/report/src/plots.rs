@@ -175,12 +175,28 @@ pub(crate) struct HistChart {
     pub markers: Vec<(String, f64)>,
 }
 
+/// One measurement over runs: each run's median with its 95% interval, the change points
+/// as vertical lines between the runs they separate, and each segment's median.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TrendChart {
+    pub title: String,
+    /// The run number under each point (x tick labels).
+    pub runs: Vec<i64>,
+    /// `(low, median, high)` per run, ns.
+    pub points: Vec<(f64, f64, f64)>,
+    /// Per change point: the index of the first point after it.
+    pub steps: Vec<usize>,
+    /// Per segment between change points (one more than `steps`): its median, ns.
+    pub levels: Vec<f64>,
+}
+
 /// A chart of any kind.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Chart {
     Lines(LineChart),
     Bars(BarChart),
     Hist(HistChart),
+    Trend(TrendChart),
 }
 
 impl Chart {
@@ -190,6 +206,7 @@ impl Chart {
             Chart::Lines(c) => &c.title,
             Chart::Bars(c) => &c.title,
             Chart::Hist(c) => &c.title,
+            Chart::Trend(c) => &c.title,
         }
     }
 
@@ -232,6 +249,7 @@ impl Chart {
             Chart::Lines(c) => draw_lines(root, &c),
             Chart::Bars(c) => draw_bars(root, &c),
             Chart::Hist(c) => draw_hist(root, &c),
+            Chart::Trend(c) => draw_trend(root, &c),
         }
     }
 
@@ -254,6 +272,12 @@ impl Chart {
                     (b.0, b.1) = (tame(b.0), tame(b.1));
                 }
             }
+            Chart::Trend(t) => {
+                for p in &mut t.points {
+                    *p = (tame(p.0), tame(p.1), tame(p.2));
+                }
+                t.levels.iter_mut().for_each(|v| *v = tame(*v));
+            }
         }
         c
     }
@@ -271,6 +295,21 @@ fn tame(v: f64) -> f64 {
 
 fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
+}
+
+/// Draws the chart's legend (its labelled series) at `pos`, in the style of every plot.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(err)
 }
 
 fn finite_max(it: impl Iterator<Item = f64>) -> Option<f64> {
@@ -427,14 +466,7 @@ where
     } else {
         SeriesLabelPosition::UpperLeft
     };
-    chart
-        .configure_series_labels()
-        .position(pos)
-        .label_font((FONT, 12))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart, pos)?;
     Ok(())
 }
 
@@ -524,6 +556,128 @@ fn draw_bars<DB: DrawingBackend>(
     Ok(())
 }
 
+fn draw_trend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    c: &TrendChart,
+) -> Result<(), String> {
+    let n = c.points.len();
+    let ys = || {
+        c.points
+            .iter()
+            .flat_map(|p| [p.0, p.1, p.2])
+            .chain(c.levels.iter().copied())
+    };
+    // The axis spans the data, not zero: a trend is read for steps of a few percent.
+    let (lo, hi) = match (finite_min(ys()), finite_max(ys())) {
+        (Some(lo), Some(hi)) if hi > lo => (lo, hi),
+        (Some(v), _) => (v - v.abs().max(1.0) * 0.1, v + v.abs().max(1.0) * 0.1),
+        _ => (0.0, 1.0),
+    };
+    let pad = Some((hi - lo) * 0.06)
+        .filter(|p| p.is_finite())
+        .unwrap_or(0.0);
+    // Room above for the legend.
+    let (y0, y1) = (lo - pad, hi + pad + (hi - lo) * 0.25);
+    let x = -0.5..(n.max(1) as f64 - 0.5);
+    let mut chart = ChartBuilder::on(root)
+        .caption(&c.title, (FONT, 18))
+        .margin(15)
+        .margin_right(30)
+        .x_label_area_size(50)
+        .y_label_area_size(90)
+        .build_cartesian_2d(x.clone(), y0..y1)
+        .map_err(err)?;
+    // Ticks at whole positions name the run there; others stay blank.
+    let xf = |v: &f64| {
+        let i = v.round();
+        if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+            c.runs[i as usize].to_string()
+        } else {
+            String::new()
+        }
+    };
+    let yf = |v: &f64| units::duration_ns(*v);
+    chart
+        .configure_mesh()
+        .x_labels(n.clamp(2, 17))
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .x_desc("run")
+        .y_desc("median (95% CI)")
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .light_line_style(RGBColor(238, 238, 238))
+        .max_light_lines(4)
+        .draw()
+        .map_err(err)?;
+    let color = PALETTE[0];
+    let finite = |p: &&(f64, f64, f64)| p.0.is_finite() && p.1.is_finite() && p.2.is_finite();
+    chart
+        .draw_series(
+            c.points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| finite(p))
+                .map(|(i, p)| {
+                    let x = i as f64;
+                    PathElement::new(vec![(x, p.0), (x, p.2)], color.stroke_width(1))
+                }),
+        )
+        .map_err(err)?;
+    let line: Vec<(f64, f64)> = c
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| finite(p))
+        .map(|(i, p)| (i as f64, p.1))
+        .collect();
+    chart
+        .draw_series(LineSeries::new(line.clone(), color.stroke_width(1)))
+        .map_err(err)?
+        .label("median, 95% CI")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    chart
+        .draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled())))
+        .map_err(err)?;
+    // Segment medians, from change point to change point.
+    let level = PALETTE[1];
+    let mut bounds = vec![0usize];
+    bounds.extend(c.steps.iter().copied());
+    bounds.push(n);
+    let segments: Vec<(f64, f64, f64)> = bounds
+        .windows(2)
+        .zip(&c.levels)
+        .filter(|(_, v)| v.is_finite())
+        .map(|(w, v)| (w[0] as f64 - 0.4, w[1] as f64 - 0.6, *v))
+        .collect();
+    if !segments.is_empty() {
+        chart
+            .draw_series(
+                segments.iter().map(|&(a, b, v)| {
+                    PathElement::new(vec![(a, v), (b, v)], level.stroke_width(2))
+                }),
+            )
+            .map_err(err)?
+            .label("segment median")
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], level.stroke_width(2))
+            });
+    }
+    let red = PALETTE[3];
+    if !c.steps.is_empty() {
+        chart
+            .draw_series(c.steps.iter().map(|&i| {
+                let x = i as f64 - 0.5;
+                PathElement::new(vec![(x, y0), (x, y1)], red.stroke_width(2))
+            }))
+            .map_err(err)?
+            .label("change point")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2)));
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+    Ok(())
+}
+
 fn draw_hist<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     c: &HistChart,
@@ -609,14 +763,7 @@ where
             });
     }
     if !c.markers.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }

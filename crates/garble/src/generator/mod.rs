@@ -375,6 +375,9 @@ pub struct GenStats {
     /// digest of the gate stream: the circuit identity both parties
     /// exchange.
     pub digest: [u8; 32],
+    /// Outputs that folded to a public constant (an Ed25519 signature's `S` is below
+    /// 2^253, so its top three bits are): they need no decoding bit's check.
+    pub constant_outputs: u64,
 }
 
 /// Runs `c` once through a [`Counter`]: the circuit as it is garbled
@@ -435,6 +438,7 @@ fn count<C: Generator>(c: &C, expand: bool) -> GenStats {
             output_bits: out.len() as u64,
         },
         digest: h.finalize().into(),
+        constant_outputs: out.iter().filter(|w| matches!(w, W::C(_))).count() as u64,
     }
 }
 

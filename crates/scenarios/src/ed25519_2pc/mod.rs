@@ -650,7 +650,7 @@ impl Scenario for Ed25519Pc {
         )?;
         for check in [
             analysis::signature_check(&runs),
-            analysis::wire_check(stream::expected_wire_bytes(&c, counts.and), &wire),
+            analysis::wire_check(stream::expected_wire_bytes(&c, &gs), &wire),
             analysis::rss_check(rss_g, rss_e),
             analysis::time_check(ours.total_s),
         ] {

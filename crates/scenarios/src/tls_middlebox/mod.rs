@@ -187,6 +187,50 @@ fn process_cpu_ns(pid: Option<u32>) -> Option<u64> {
     cpu_ns_of_stat(&stat, rustix::param::clock_ticks_per_second())
 }
 
+/// The whole machine's CPU time so far, from `/proc/stat`'s first line: `(idle, total,
+/// cpus)` in clock ticks, idle counting iowait, total counting steal (time the hypervisor
+/// gave to others), and the number of CPUs the line sums over. `None` when it cannot be read.
+fn machine_cpu_ticks() -> Option<(u64, u64, u64)> {
+    proc_stat_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn proc_stat_ticks(stat: &str) -> Option<(u64, u64, u64)> {
+    let mut lines = stat.lines();
+    let mut f = lines.next()?.split_whitespace();
+    if f.next()? != "cpu" {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let v: Vec<u64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if v.len() < 4 {
+        return None;
+    }
+    let cpus = lines
+        .take_while(|l| l.starts_with("cpu"))
+        .filter(|l| l[3..].starts_with(|c: char| c.is_ascii_digit()))
+        .count() as u64;
+    Some((v[3] + v.get(4).copied().unwrap_or(0), v.iter().sum(), cpus))
+}
+
+/// Cores left idle between two [`machine_cpu_ticks`] readings.
+fn idle_cores_between(
+    before: Option<(u64, u64, u64)>,
+    after: Option<(u64, u64, u64)>,
+) -> Option<f64> {
+    let ((i0, t0, _), (i1, t1, cpus)) = (before?, after?);
+    let total = t1.checked_sub(t0).filter(|&t| t > 0)?;
+    Some(i1.saturating_sub(i0) as f64 / total as f64 * cpus as f64)
+}
+
+/// The cores spare for switchless workers: those our processes left (`cores - busy`), but
+/// no more than the whole machine left idle, since other processes' load is invisible in
+/// our own CPU time (a busy neighbour makes our processes wait, and look light). Unknown
+/// when our own use is; the machine's idle time only lowers it.
+fn spare_cores(cores: u64, busy: Option<f64>, idle: Option<f64>) -> Option<f64> {
+    let ours = cores as f64 - busy?;
+    Some(idle.map_or(ours, |i| ours.min(i)))
+}
+
 /// utime + stime of a `/proc/PID/stat` line, in ns, at `hz` clock ticks per second.
 fn cpu_ns_of_stat(stat: &str, hz: u64) -> Option<u64> {
     // Fields after the command name (which may hold spaces): utime is the 14th field.
@@ -220,6 +264,9 @@ struct Outcome {
     /// Cores kept busy during the pass: the CPU time of this process (clients, servers,
     /// relay) and of the enclave process over the wall time.
     busy_cores: Option<f64>,
+    /// Cores the whole machine left idle during the pass (`/proc/stat`): what other
+    /// processes used is not spare either, though our own CPU time cannot see it.
+    idle_cores: Option<f64>,
     breakdown: Option<Breakdown>,
     problems: Vec<String>,
 }
@@ -296,6 +343,7 @@ impl TlsMiddlebox {
                 row,
                 trace: None,
                 busy_cores: None,
+                idle_cores: None,
                 breakdown: None,
                 problems: analysis::problems(&r, plan.flows, false),
             });
@@ -318,9 +366,11 @@ impl TlsMiddlebox {
         let mb = Middlebox::start(client, &limits, &PATTERNS).at("starting the middlebox")?;
         let cpu0 = process_cpu_ns(enclave.pid());
         let own0 = process_cpu_ns(Some(std::process::id()));
+        let ticks0 = machine_cpu_ticks();
         let wall0 = std::time::Instant::now();
         let r = workload::run_pass(&pass, pki, Some(&mb), None)?;
         let wall = wall0.elapsed().as_nanos() as f64;
+        let idle_cores = idle_cores_between(ticks0, machine_cpu_ticks());
         let since = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
         let own = since(process_cpu_ns(Some(std::process::id())), own0);
         // Unknown where `/proc` could not be read: then so are the figures made from it.
@@ -365,6 +415,7 @@ impl TlsMiddlebox {
             row,
             trace: Some(trace),
             busy_cores,
+            idle_cores,
             breakdown: Some(Breakdown::new(inspected, busy, ecall, inside)),
             problems,
         })
@@ -598,7 +649,7 @@ impl TlsMiddlebox {
                 self.emit_outcome(ctx, &plan, &o)?;
                 if setup == Setup::Sandbox && size == PROFILE_SIZE {
                     // Before the switchless setups run: the advisor needs the spare cores.
-                    let spare = o.busy_cores.map(|b| available_cores() as f64 - b);
+                    let spare = spare_cores(available_cores(), o.busy_cores, o.idle_cores);
                     switchless_advised = self.advise(ctx, &profile, spare)?;
                 }
                 outcomes.push(o);
