@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use garble::hash::GcHash;
+use garble::link::Profile;
 use scenarios::TransitionModel;
 
 /// ccbench: what does confidentiality cost? Runs workloads natively and behind a trust
@@ -221,6 +222,13 @@ pub struct PartyArgs {
     /// a byte now and then, each within --timeout, still cannot keep it going longer.
     #[arg(long, default_value_t = 3600.0, value_parser = parse_seconds)]
     pub deadline: f64,
+    /// The link between the parties: loopback (none), lan10g (10 Gbit/s, 0.2 ms RTT), lan
+    /// (1 Gbit/s, 1 ms), wan (200 Mbit/s, 20 ms), intercontinental (100 Mbit/s, 100 ms), or
+    /// rate=RATE,rtt=TIME (e.g. rate=50mbit,rtt=30ms). The evaluator's process runs the
+    /// emulated link (a user-space proxy in front of the garbler's address); the garbler's
+    /// --net only labels its records, so give both parties the same.
+    #[arg(long, value_name = "PROFILE", default_value = "loopback", value_parser = parse_net)]
+    pub net: Profile,
 }
 
 #[derive(Debug, Args)]
@@ -314,6 +322,13 @@ pub struct RunArgs {
     /// the difference]. gc-2pc's per-gate and no-network figures always cover both.
     #[arg(long, value_name = "mitccrh|fixed-key", value_parser = parse_hash)]
     pub hash: Option<GcHash>,
+    /// gc-2pc and ed25519-2pc: the link between the two parties [default: loopback, no
+    /// link]: lan10g (10 Gbit/s, 0.2 ms RTT), lan (1 Gbit/s, 1 ms), wan (200 Mbit/s,
+    /// 20 ms), intercontinental (100 Mbit/s, 100 ms), or rate=RATE,rtt=TIME (e.g.
+    /// rate=50mbit,rtt=30ms). The sessions run through a user-space link of that rate and
+    /// delay; each stage gets its predicted time beside the measured one.
+    #[arg(long, value_name = "PROFILE", value_parser = parse_net)]
+    pub net: Option<Profile>,
 }
 
 #[derive(Debug, Args)]
@@ -408,6 +423,11 @@ fn parse_positive(s: &str, what: &str) -> Result<f64, String> {
         return Err(format!("{what} must be positive and finite, got {s}"));
     }
     Ok(v)
+}
+
+fn parse_net(s: &str) -> Result<Profile, String> {
+    s.parse()
+        .map_err(|e: garble::link::ProfileError| e.to_string())
 }
 
 fn parse_hash(s: &str) -> Result<GcHash, String> {

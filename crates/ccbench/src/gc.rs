@@ -2,6 +2,7 @@
 //! one party of a two-party computation (two terminals or two hosts).
 
 use std::io::{Read as _, Write};
+use std::net::ToSocketAddrs as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -11,10 +12,12 @@ use garble::channel::{Deadline, TcpChannel};
 use garble::circuit::bits_from_bytes_exact;
 use garble::ed25519::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES};
 use garble::generator::Generator as _;
+use garble::link::{Link, Profile};
 use garble::session::{self, SessionOptions};
 use garble::{Circuit, GateKind, Party};
 use harness::hex::{hex, unhex};
 use measure::record::{Body, Record};
+use scenarios::gc2pc::net::net_params;
 use scenarios::gc2pc::{load_circuit, stage_breakdown};
 
 use crate::Exit;
@@ -233,7 +236,7 @@ fn sign_party(
         hash: a.hash,
         ..SessionOptions::default()
     };
-    let mut ch = channel(role, addr, timeout, deadline)?;
+    let (mut ch, _link) = channel(role, addr, timeout, deadline, &a.net)?;
     let (out, label) = match role {
         Party::Garbler => {
             let out = garble::stream::run_garbler(&mut ch, &c, &bits, &opts)
@@ -248,14 +251,16 @@ fn sign_party(
     };
     let r = &out.report;
     let name = c.name();
+    let mut params = measure::params! {
+        "circuit" => name.as_str(),
+        "evaluations" => 1u64,
+        "gc_hash" => r.hash.name(),
+    };
+    params.extend(net_params(&a.net));
     let rec = Record::new(
         "gc",
         label,
-        measure::params! {
-            "circuit" => name.as_str(),
-            "evaluations" => 1u64,
-            "gc_hash" => r.hash.name(),
-        },
+        params,
         Body::Stages(stage_breakdown(&format!("{label}, {name}"), r)),
     );
     eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));
@@ -350,7 +355,7 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
         hash: a.hash,
         ..SessionOptions::default()
     };
-    let mut ch = channel(role, addr, timeout, deadline)?;
+    let (mut ch, _link) = channel(role, addr, timeout, deadline, &a.net)?;
     let (out, label) = match role {
         Party::Garbler => {
             let out = session::run_garbler(&mut ch, &c, &inputs, &opts)
@@ -364,14 +369,16 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
         }
     };
     let r = &out.report;
+    let mut params = measure::params! {
+        "circuit" => a.circuit.as_str(),
+        "evaluations" => r.evaluations,
+        "gc_hash" => r.hash.name(),
+    };
+    params.extend(net_params(&a.net));
     let rec = Record::new(
         "gc",
         label,
-        measure::params! {
-            "circuit" => a.circuit.as_str(),
-            "evaluations" => r.evaluations,
-            "gc_hash" => r.hash.name(),
-        },
+        params,
         Body::Stages(stage_breakdown(&format!("{label}, {}", a.circuit), r)),
     );
     eprintln!("{}", report::terminal_summary(std::slice::from_ref(&rec)));
@@ -392,16 +399,42 @@ fn save(out: Option<&Path>, rec: Record) -> Result<()> {
 }
 
 /// The connection to the other party: the garbler listens on `addr`, the evaluator connects
-/// to it, each waiting at most `timeout` and never past `deadline`.
-fn channel(role: Party, addr: &str, timeout: Duration, deadline: Deadline) -> Result<TcpChannel> {
+/// to it, each waiting at most `timeout` and never past `deadline`. Over a link profile
+/// other than loopback, the evaluator connects through a user-space link it runs in front
+/// of `addr` (returned, to live as long as the session).
+fn channel(
+    role: Party,
+    addr: &str,
+    timeout: Duration,
+    deadline: Deadline,
+    net: &Profile,
+) -> Result<(TcpChannel, Option<Link>)> {
     let wait = timeout.min(deadline.left());
     match role {
         Party::Garbler => {
             eprintln!("garbler: waiting for the evaluator on {addr}");
-            TcpChannel::listen(addr, wait)
-                .with_context(|| format!("waiting for the evaluator on {addr}"))
+            let ch = TcpChannel::listen(addr, wait)
+                .with_context(|| format!("waiting for the evaluator on {addr}"))?;
+            Ok((ch, None))
         }
-        Party::Evaluator => TcpChannel::connect(addr, wait)
-            .with_context(|| format!("connecting to the garbler at {addr}")),
+        Party::Evaluator => {
+            let upstream = addr
+                .to_socket_addrs()
+                .with_context(|| format!("resolving the garbler's address {addr}"))?
+                .next()
+                .with_context(|| format!("the garbler's address {addr} resolves to nothing"))?;
+            let link = net
+                .start(upstream)
+                .with_context(|| format!("starting the link {net} to {addr}"))?;
+            let to = link
+                .as_ref()
+                .map_or_else(|| addr.to_owned(), |l| l.addr().to_string());
+            if link.is_some() {
+                eprintln!("evaluator: connecting to {addr} over the emulated link {net}");
+            }
+            let ch = TcpChannel::connect(&to, wait)
+                .with_context(|| format!("connecting to the garbler at {addr}"))?;
+            Ok((ch, link))
+        }
     }
 }

@@ -1503,3 +1503,103 @@ fn runs_are_kept_in_a_postgres_history() {
         stderr(&o)
     );
 }
+
+/// A `--net` value that is no profile is a usage error naming the bad part, for `run` and
+/// for `gc`, before anything runs.
+#[test]
+fn bad_link_profiles_are_usage_errors_naming_the_bad_part() {
+    for (args, part) in [
+        (vec!["run", "gc-2pc", "--quick", "--net", "lan2"], "lan2"),
+        (
+            vec!["run", "ed25519-2pc", "--net", "rate=1mbit,rtt=20"],
+            "rtt=20",
+        ),
+        (
+            vec![
+                "gc",
+                "evaluate",
+                "--circuit",
+                "aes128",
+                "--input",
+                "00",
+                "--net",
+                "rate=fast,rtt=1ms",
+            ],
+            "rate=fast",
+        ),
+        (
+            vec![
+                "gc",
+                "garble",
+                "--circuit",
+                "aes128",
+                "--input",
+                "00",
+                "--net",
+                "rate=1gbit",
+            ],
+            "rtt",
+        ),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(part), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// `ccbench gc` over an emulated link: the right output on both sides, and each party's
+/// record names the link, counts its round trips (3 for the garbler, 2 for the evaluator)
+/// and took at least that many round-trip times.
+#[test]
+fn gc_parties_over_a_link_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gout, eout) = (dir.path().join("g"), dir.path().join("e"));
+    let net = ["--net", "rate=200mbit,rtt=40ms"];
+    let mut g_args = vec![
+        "--circuit",
+        "aes128",
+        "--input",
+        "000102030405060708090a0b0c0d0e0f",
+    ];
+    g_args.extend(net);
+    g_args.extend(["--out", gout.to_str().unwrap()]);
+    let mut e_args = vec![
+        "--circuit",
+        "aes128",
+        "--input",
+        "00112233445566778899aabbccddeeff",
+    ];
+    e_args.extend(net);
+    e_args.extend(["--out", eout.to_str().unwrap()]);
+    let (e, g) = two_party(&g_args, &e_args);
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    let fips = "69c4e0d86a7b0430d8cdb78070b4c55a";
+    assert_eq!(String::from_utf8_lossy(&g.stdout).trim(), fips);
+    assert_eq!(String::from_utf8_lossy(&e.stdout).trim(), fips);
+    for (out, rounds) in [(&gout, 3u64), (&eout, 2)] {
+        let file = out.join("results.jsonl");
+        validate_file(&file);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let rec: serde_json::Value = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|r| r["kind"] == "stages")
+            .unwrap();
+        let p = &rec["params"];
+        assert_eq!(p["net"], "custom", "{rec}");
+        assert_eq!(p["rate_bits_per_s"], 200_000_000u64, "{rec}");
+        assert_eq!(p["rtt_ms"], 40.0, "{rec}");
+        assert_eq!(p["link_emulator"], "userspace", "{rec}");
+        let stages = rec["stages"].as_array().unwrap();
+        let got: u64 = stages
+            .iter()
+            .map(|s| s["round_trips"].as_u64().unwrap())
+            .sum();
+        assert_eq!(got, rounds, "{rec}");
+        assert!(
+            rec["total_ns"].as_f64().unwrap() >= rounds as f64 * 40e6,
+            "{rec}"
+        );
+    }
+}

@@ -168,6 +168,88 @@ pub trait Channel {
     fn set_deadline(&mut self, deadline: Option<Deadline>) {
         let _ = deadline;
     }
+    /// Round trips so far: the times this party received after it had sent since its last
+    /// receive, that is, waited for an answer (counted by [`RoundTrips`]; channels that do
+    /// not count say 0).
+    fn round_trips(&self) -> u64 {
+        0
+    }
+}
+
+/// A channel that counts round trips: a receive of data that follows a send of data (with
+/// no receive between) is a point where this party waits for the peer's answer, and counts
+/// one. A party's first receive, before it sent anything, is not a round trip (it waits
+/// for the peer to start, half a trip), and receives in a row count once.
+///
+/// The count is an upper bound of the protocol's dependent round trips: it would also count
+/// a receive of bytes the peer sent without waiting for ours. The session's protocol has
+/// none such (each of its turns answers the bytes before it; `garble::session`'s
+/// documentation lists them), and its tests check the counts against the protocol's own.
+pub struct RoundTrips<'a, C: Channel + ?Sized> {
+    inner: &'a mut C,
+    /// Data sent since the last receive.
+    sent: bool,
+    count: u64,
+}
+
+impl<'a, C: Channel + ?Sized> RoundTrips<'a, C> {
+    /// Counts the round trips of `inner` from now.
+    pub fn new(inner: &'a mut C) -> Self {
+        RoundTrips {
+            inner,
+            sent: false,
+            count: 0,
+        }
+    }
+}
+
+impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
+        self.sent |= !data.is_empty();
+        self.inner.send(data)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError> {
+        if !buf.is_empty() && self.sent {
+            self.sent = false;
+            self.count += 1;
+        }
+        self.inner.recv(buf)
+    }
+    fn flush(&mut self) -> Result<(), ChannelError> {
+        self.inner.flush()
+    }
+    fn bytes_sent(&self) -> u64 {
+        self.inner.bytes_sent()
+    }
+    fn bytes_received(&self) -> u64 {
+        self.inner.bytes_received()
+    }
+    fn wire_bytes_sent(&self) -> u64 {
+        self.inner.wire_bytes_sent()
+    }
+    fn wire_bytes_received(&self) -> u64 {
+        self.inner.wire_bytes_received()
+    }
+    fn helper_cpu(&self) -> Duration {
+        self.inner.helper_cpu()
+    }
+    fn send_room(&self) -> usize {
+        self.inner.send_room()
+    }
+    fn send_in_place(
+        &mut self,
+        n: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), ChannelError> {
+        self.sent |= n > 0;
+        self.inner.send_in_place(n, fill)
+    }
+    fn set_deadline(&mut self, deadline: Option<Deadline>) {
+        self.inner.set_deadline(deadline);
+    }
+    fn round_trips(&self) -> u64 {
+        self.count
+    }
 }
 
 /// [`Channel::send_in_place`] through a temporary buffer and [`Channel::send`].
@@ -861,6 +943,37 @@ impl Drop for MemChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A first receive is no round trip; a receive after a send is one; receives in a row,
+    /// sends in a row and empty messages add none.
+    #[test]
+    fn round_trips_count_each_wait_for_an_answer() {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        b.send(&[0; 8]).unwrap();
+        b.flush().unwrap();
+        let mut r = RoundTrips::new(&mut a);
+        let mut buf = [0u8; 4];
+        r.recv(&mut buf).unwrap();
+        r.recv(&mut buf).unwrap();
+        assert_eq!(r.round_trips(), 0);
+        r.send(&[1; 2]).unwrap();
+        r.send(&[]).unwrap();
+        r.send_in_place(3, &mut |x| x.fill(2)).unwrap();
+        r.flush().unwrap();
+        let mut got = [0u8; 5];
+        b.recv(&mut got).unwrap();
+        assert_eq!(got, [1, 1, 2, 2, 2]);
+        b.send(&[3; 8]).unwrap();
+        b.flush().unwrap();
+        r.recv(&mut buf).unwrap();
+        r.recv(&mut []).unwrap();
+        r.recv(&mut buf).unwrap();
+        assert_eq!(r.round_trips(), 1);
+        r.send(&[]).unwrap();
+        r.recv(&mut []).unwrap();
+        assert_eq!(r.round_trips(), 1);
+        assert_eq!((r.bytes_sent(), r.bytes_received()), (5, 16));
+    }
 
     #[test]
     fn tcp_counts_what_crosses_the_socket() {

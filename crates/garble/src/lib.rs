@@ -7,7 +7,8 @@
 //! * [`program`]: scheduling and slot allocation; [`gc`]: half-gates.
 //! * [`hash`]: blocks, AES-128 (AES-NI or portable), the garbling hash, PRG.
 //! * [`ot`]: base OT (Chou-Orlandi over Ristretto) and IKNP extension.
-//! * [`channel`]: TCP and in-memory channels.
+//! * [`channel`]: TCP and in-memory channels; [`link`]: link profiles and the
+//!   user-space link (rate and delay) between the parties.
 //! * [`session`]: the two-party protocol with stage reports.
 //! * [`generator`]: circuits as generators (too large to store); [`ed25519`]:
 //!   Ed25519 signing as one; [`stream`]: garbling and evaluating a
@@ -22,6 +23,7 @@ pub mod gc;
 pub mod generator;
 pub mod hash;
 pub mod library;
+pub mod link;
 pub mod microbench;
 pub mod ot;
 pub mod program;

@@ -26,6 +26,20 @@
 //!    waits for the evaluator inside the loop, nor flushes its channel
 //!    there: in bulk mode the two run as a pipeline.
 //!
+//! Round trips (each stage's [`StageReport::round_trips`], counted by
+//! [`RoundTrips`] as the session runs): the points where a party must wait for
+//! the other's answer to what it sent. In the first computation of a session,
+//! the garbler waits three times: for the evaluator's header (Init), for the
+//! IKNP matrix, which the evaluator can compute only from the garbler's base-OT
+//! points (Peer Inputs), and for the outputs, which follow its last table
+//! (Result). The evaluator waits twice: for the garbler's base-OT points, which
+//! answer its point `A` (OT Init), and for the OT-extension labels, which answer
+//! its matrix (Peer Inputs); its first wait, for the header, is half a trip.
+//! Later computations have no OT Init: the evaluator's matrix follows its header
+//! without waiting, so the garbler waits twice and the evaluator once. Bulk mode
+//! adds none: neither party waits inside the loop over evaluations. Without
+//! evaluator inputs there is no OT extension, and no wait for it.
+//!
 //! [`run_garbler`]/[`run_evaluator`] run a session of one computation.
 //! [`GarblerSession`]/[`EvaluatorSession`] run any number of computations
 //! (any circuits) over one connection and pay for the base OTs once.
@@ -60,7 +74,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::channel::{Channel, ChannelError, Deadline, thread_cpu};
+use crate::channel::{Channel, ChannelError, Deadline, RoundTrips, thread_cpu};
 use crate::circuit::{
     Circuit, GateKind, InputLengthError, Party, Stats, bits_from_bytes, bytes_from_bits,
 };
@@ -147,6 +161,9 @@ pub struct StageReport {
     /// Bytes that crossed the transport inwards during it (read from the socket, read-ahead
     /// included).
     pub wire_received: u64,
+    /// Round trips in it: the times this party waited for the peer's answer to what it
+    /// had sent (see [`RoundTrips`] and the module documentation).
+    pub round_trips: u64,
 }
 
 /// What a session measured.
@@ -186,6 +203,8 @@ pub struct SessionReport {
     pub wire_bytes_sent: u64,
     /// Total bytes this party read from its transport.
     pub wire_bytes_received: u64,
+    /// Round trips of the whole session (the sum of the stages').
+    pub round_trips: u64,
 }
 
 impl SessionReport {
@@ -338,6 +357,7 @@ pub(crate) struct Counters {
     pub(crate) received: u64,
     pub(crate) wire_sent: u64,
     pub(crate) wire_received: u64,
+    pub(crate) round_trips: u64,
 }
 
 impl Counters {
@@ -347,6 +367,7 @@ impl Counters {
             received: ch.bytes_received(),
             wire_sent: ch.wire_bytes_sent(),
             wire_received: ch.wire_bytes_received(),
+            round_trips: ch.round_trips(),
         }
     }
 
@@ -357,6 +378,7 @@ impl Counters {
             received: self.received - earlier.received,
             wire_sent: self.wire_sent - earlier.wire_sent,
             wire_received: self.wire_received - earlier.wire_received,
+            round_trips: self.round_trips - earlier.round_trips,
         }
     }
 }
@@ -373,6 +395,7 @@ impl Stages {
                     bytes_received: 0,
                     wire_sent: 0,
                     wire_received: 0,
+                    round_trips: 0,
                 })
                 .collect(),
             cur: None,
@@ -393,6 +416,7 @@ impl Stages {
             r.bytes_received += d.received;
             r.wire_sent += d.wire_sent;
             r.wire_received += d.wire_received;
+            r.round_trips += d.round_trips;
         }
     }
 }
@@ -605,6 +629,7 @@ fn report(
         bytes_received: moved.received,
         wire_bytes_sent: moved.wire_sent,
         wire_bytes_received: moved.wire_received,
+        round_trips: moved.round_trips,
     }
 }
 
@@ -722,6 +747,7 @@ impl GarblerSession {
         inputs: &[Vec<bool>],
         seq: u64,
     ) -> Result<SessionOutput, SessionError> {
+        let ch = &mut RoundTrips::new(ch);
         let clocks = Clocks::start(ch);
         let t0 = clocks.wall;
         let c0 = Counters::of(ch);
@@ -899,6 +925,7 @@ impl EvaluatorSession {
         inputs: &[Vec<bool>],
         seq: u64,
     ) -> Result<SessionOutput, SessionError> {
+        let ch = &mut RoundTrips::new(ch);
         let clocks = Clocks::start(ch);
         let t0 = clocks.wall;
         let c0 = Counters::of(ch);

@@ -31,7 +31,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::channel::{Channel, ChannelError};
+use crate::channel::{Channel, ChannelError, RoundTrips};
 use crate::circuit::{GateKind, InputLengthError, Party, bits_from_bytes, bytes_from_bits};
 use crate::gc::{CHUNK_BYTES, TABLE_BYTES};
 use crate::generator::{self, Gen, GenStats, Generator, Sub, W, Word};
@@ -461,6 +461,7 @@ fn report(
         bytes_received: moved.received,
         wire_bytes_sent: moved.wire_sent,
         wire_bytes_received: moved.wire_received,
+        round_trips: moved.round_trips,
     }
 }
 
@@ -473,6 +474,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     apply_deadline(opts.deadline, ch);
+    let ch = &mut RoundTrips::new(ch);
     let clocks = Clocks::start(ch);
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);
@@ -551,6 +553,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
     apply_deadline(opts.deadline, ch);
+    let ch = &mut RoundTrips::new(ch);
     let clocks = Clocks::start(ch);
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);

@@ -685,3 +685,110 @@ fn a_seed_that_differs_between_the_parties_is_never_accepted() {
         assert!(g.is_err(), "the garbler gets no outputs either: {g:?}");
     }
 }
+
+/// Round trips per stage (`Load, Init, OT Init, Peer Inputs, Garble, Result`), counted by
+/// hand from the protocol's messages (see `garble::session`'s documentation): the garbler
+/// waits for the evaluator's header, for its OT-extension matrix and for the outputs; the
+/// evaluator for the base-OT points that answer its `A` and for the extension's labels
+/// that answer its matrix. A second computation of the session has no OT Init, so the
+/// evaluator's matrix follows its header unasked; bulk evaluations add no wait; without
+/// evaluator inputs there is no extension to wait for.
+#[test]
+fn round_trips_per_stage_match_the_protocol() {
+    let rounds = |r: &garble::session::SessionReport| -> Vec<u64> {
+        Stage::ALL.iter().map(|&s| r.stage(s).round_trips).collect()
+    };
+    let mut prg = Prg::from_seed([0x33; 16]);
+    let aes = library::aes128();
+    for n in [1usize, 3] {
+        let g = (0..n).map(|_| random_bits(&mut prg, 128)).collect();
+        let e = (0..n).map(|_| random_bits(&mut prg, 128)).collect();
+        let (go, eo) = two_party(&aes, g, e, SessionOptions::default());
+        assert_eq!(
+            rounds(&go.report),
+            [0, 1, 0, 1, 0, 1],
+            "garbler, {n} evaluations"
+        );
+        assert_eq!(
+            rounds(&eo.report),
+            [0, 0, 1, 1, 0, 0],
+            "evaluator, {n} evaluations"
+        );
+        assert_eq!((go.report.round_trips, eo.report.round_trips), (3, 2));
+    }
+    // No evaluator input: no OT extension to wait for.
+    let mut b = Builder::new();
+    let x = b.input(Party::Garbler, 8);
+    let y = b.and(x[0], x[1]);
+    let only_g = b.finish(&[vec![y]]).unwrap();
+    assert_eq!(only_g.evaluator_input_bits(), 0);
+    let g = vec![random_bits(&mut prg, 8)];
+    let (go, eo) = two_party(&only_g, g, vec![vec![]], SessionOptions::default());
+    assert_eq!(rounds(&go.report), [0, 1, 0, 0, 0, 1]);
+    assert_eq!(rounds(&eo.report), [0, 0, 1, 0, 0, 0]);
+
+    // Two computations of one session: the second has no OT Init.
+    let (mut a, mut bch) = mem_pair(Duration::from_secs(20));
+    let (c2, e1) = (aes.clone(), vec![random_bits(&mut prg, 128)]);
+    let t = std::thread::spawn(move || {
+        let mut s = EvaluatorSession::new(&SessionOptions::default()).unwrap();
+        let first = s.run(&mut bch, &c2, &e1).unwrap();
+        let second = s.run(&mut bch, &c2, &e1).unwrap();
+        (first.report, second.report)
+    });
+    let g1 = vec![random_bits(&mut prg, 128)];
+    let mut s = GarblerSession::new(&SessionOptions::default()).unwrap();
+    let first = s.run(&mut a, &aes, &g1).unwrap().report;
+    let second = s.run(&mut a, &aes, &g1).unwrap().report;
+    let (efirst, esecond) = t.join().unwrap();
+    assert_eq!(rounds(&first), [0, 1, 0, 1, 0, 1]);
+    assert_eq!(rounds(&second), [0, 1, 0, 0, 0, 1]);
+    assert_eq!(rounds(&efirst), [0, 0, 1, 1, 0, 0]);
+    assert_eq!(rounds(&esecond), [0, 0, 0, 1, 0, 0]);
+}
+
+/// Over a link with a 30 ms round trip, the stages of both parties up to each one take at
+/// least their round trips times the RTT: a count too high would claim waits that did not
+/// happen. (Cumulative, not per stage: a party may compute on after its last message of one
+/// stage, so part of the next stage's wait hides under that stage's time.)
+#[test]
+fn a_stage_over_a_link_takes_at_least_its_round_trips() {
+    let p: garble::link::Profile = "rate=1gbit,rtt=30ms".parse().unwrap();
+    let c = library::aes128();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let link = p.start(l.local_addr().unwrap()).unwrap().unwrap();
+    let addr = link.addr().to_string();
+    let mut prg = Prg::from_seed([9; 16]);
+    let (g, e) = (random_bits(&mut prg, 128), random_bits(&mut prg, 128));
+    let (c2, e2) = (c.clone(), e.clone());
+    let t = std::thread::spawn(move || {
+        let mut ch = TcpChannel::connect(&addr, Duration::from_secs(10)).unwrap();
+        run_evaluator(&mut ch, &c2, &[e2], &SessionOptions::default()).unwrap()
+    });
+    let mut ch = TcpChannel::accept(&l, Duration::from_secs(10)).unwrap();
+    let go = run_garbler(
+        &mut ch,
+        &c,
+        std::slice::from_ref(&g),
+        &SessionOptions::default(),
+    )
+    .unwrap();
+    let eo = t.join().unwrap();
+    assert_eq!(go.outputs[0], c.eval(&g, &e).unwrap());
+    for r in [&go.report, &eo.report] {
+        let (mut time, mut rounds) = (Duration::ZERO, 0u32);
+        for s in Stage::ALL {
+            let st = r.stage(s);
+            time += st.time;
+            rounds += st.round_trips as u32;
+            assert!(
+                time >= p.rtt * rounds,
+                "{:?} up to {}: {time:?} for {rounds} round trips",
+                r.role,
+                s.name(),
+            );
+        }
+        assert!(r.total >= p.rtt * r.round_trips as u32);
+    }
+    assert_eq!(go.report.round_trips, 3);
+}

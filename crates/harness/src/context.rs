@@ -69,6 +69,11 @@ pub struct RunOptions {
     /// name; the scenarios map and check it). `None`: each scenario's default (MITCCRH for the
     /// sessions, and `gc-2pc` also measures the other hash beside it).
     pub gc_hash: Option<String>,
+    /// The link between the two parties of the two-party scenarios (`--net`: a profile's
+    /// name, `loopback`, `lan10g`, `lan`, `wan`, `intercontinental`, or `rate=..,rtt=..`;
+    /// the scenarios parse it with `garble::link::Profile`, the cli checks it first).
+    /// `None`: loopback.
+    pub net: Option<String>,
     /// How long one ecall into a sandboxed enclave started through
     /// [`crate::boundary::Config::builder`] may take before the call fails and the enclave
     /// is ended (a service that never returns must not hang the run); `None`: no limit.
@@ -105,6 +110,7 @@ impl RunOptions {
             platform_key_dir: None,
             circuits: Vec::new(),
             gc_hash: None,
+            net: None,
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }
@@ -150,6 +156,9 @@ pub struct Context<'a> {
     emit: &'a dyn Emit,
     progress: &'a dyn Progress,
     cancel: &'a AtomicBool,
+    /// Parameters a scenario stamps on every record it emits through this context (see
+    /// [`Context::with_params`]).
+    stamped: Params,
 }
 
 impl<'a> Context<'a> {
@@ -165,6 +174,22 @@ impl<'a> Context<'a> {
             emit,
             progress,
             cancel,
+            stamped: Params::new(),
+        }
+    }
+
+    /// A context that adds `params` to every record emitted through it, where the record
+    /// does not set them itself: a setting of the whole scenario run (the link profile of
+    /// a two-party run) that every record must say.
+    pub fn with_params(&self, params: Params) -> Context<'a> {
+        let mut stamped = self.stamped.clone();
+        stamped.extend(params);
+        Context {
+            options: self.options,
+            emit: self.emit,
+            progress: self.progress,
+            cancel: self.cancel,
+            stamped,
         }
     }
 
@@ -200,6 +225,9 @@ impl<'a> Context<'a> {
         mut params: Params,
         body: Body,
     ) -> Result<(), ScenarioError> {
+        for (k, v) in &self.stamped {
+            params.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         params.extend(self.common_params());
         self.emit
             .emit(&Record::new(scenario, backend, params, body))
@@ -272,5 +300,53 @@ impl<'a> Context<'a> {
                 protected,
             }),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use measure::record::{Check, CheckSubject, Verdict};
+
+    struct Capture(std::sync::Mutex<Vec<Record>>);
+
+    impl Emit for Capture {
+        fn emit(&self, record: &Record) -> Result<(), ScenarioError> {
+            self.0.lock().unwrap().push(record.clone());
+            Ok(())
+        }
+    }
+
+    /// Stamped parameters reach every record, a record's own value wins, and the parent
+    /// context stamps nothing.
+    #[test]
+    fn stamped_params_reach_every_record_unless_it_sets_them() {
+        let options = RunOptions::quick(std::env::temp_dir());
+        let sink = Capture(std::sync::Mutex::new(Vec::new()));
+        let cancel = AtomicBool::new(false);
+        let ctx = Context::new(&options, &sink, &NoProgress, &cancel);
+        let mut net = Params::new();
+        net.insert("net".into(), Value::from("wan"));
+        net.insert("rtt_ms".into(), Value::from(20.0));
+        let over = ctx.with_params(net);
+        let body = || {
+            Body::Check(Check {
+                subject: CheckSubject::Run,
+                name: "x".into(),
+                verdict: Verdict::Pass,
+                message: String::new(),
+            })
+        };
+        over.emit("s", "2pc", Params::new(), body()).unwrap();
+        let mut own = Params::new();
+        own.insert("net".into(), Value::from("loopback"));
+        over.emit("s", "2pc", own, body()).unwrap();
+        ctx.emit("s", "2pc", Params::new(), body()).unwrap();
+        let got = sink.0.lock().unwrap();
+        assert_eq!(got[0].params.get("net"), Some(&Value::from("wan")));
+        assert_eq!(got[0].params.get("rtt_ms"), Some(&Value::from(20.0)));
+        assert_eq!(got[1].params.get("net"), Some(&Value::from("loopback")));
+        assert_eq!(got[1].params.get("rtt_ms"), Some(&Value::from(20.0)));
+        assert_eq!(got[2].params.get("net"), None);
     }
 }

@@ -35,7 +35,25 @@ impl Stages {
                 percent: 0.0,
                 bytes_in,
                 bytes_out,
+                round_trips: None,
+                predicted_ns: None,
             }),
+        }
+    }
+
+    /// Adds round trips to a stage (added first with no time if it is new).
+    pub fn add_round_trips(&mut self, name: &str, n: u64) {
+        self.add(name, Duration::ZERO, 0, 0);
+        if let Some(s) = self.stages.iter_mut().find(|s| s.name == name) {
+            *s.round_trips.get_or_insert(0) += n;
+        }
+    }
+
+    /// Adds a predicted time to a stage (added first with no time if it is new).
+    pub fn add_predicted(&mut self, name: &str, predicted: Duration) {
+        self.add(name, Duration::ZERO, 0, 0);
+        if let Some(s) = self.stages.iter_mut().find(|s| s.name == name) {
+            *s.predicted_ns.get_or_insert(0.0) += predicted.as_nanos() as f64;
         }
     }
 
@@ -61,6 +79,12 @@ impl Stages {
                 s.bytes_in,
                 s.bytes_out,
             );
+            if let Some(n) = s.round_trips {
+                self.add_round_trips(&s.name, n);
+            }
+            if let Some(p) = s.predicted_ns {
+                self.add_predicted(&s.name, Duration::from_nanos(p as u64));
+            }
         }
         self.runs += other.runs;
     }
@@ -141,5 +165,28 @@ mod tests {
         assert_eq!(r.runs, 2);
         assert_eq!(r.stages[0].percent, 40.0);
         assert_eq!(r.overhead_ns, None);
+        assert_eq!(r.stages[0].round_trips, None);
+    }
+
+    #[test]
+    fn round_trips_and_predictions_add_up_and_merge() {
+        let mut a = Stages::new();
+        a.add("init", Duration::from_millis(21), 80, 80);
+        a.add_round_trips("init", 1);
+        a.add_predicted("init", Duration::from_millis(20));
+        a.add("garble", Duration::from_millis(5), 0, 1000);
+        a.end_run();
+        let mut b = Stages::new();
+        b.add("init", Duration::from_millis(19), 80, 80);
+        b.add_round_trips("init", 1);
+        b.add_predicted("init", Duration::from_millis(20));
+        b.end_run();
+        a.merge(&b);
+        let r = a.finish("p", None, None);
+        assert_eq!(r.stages[0].round_trips, Some(2));
+        assert_eq!(r.stages[0].predicted_ns, Some(40e6));
+        assert_eq!(r.stages[0].time_ns, 40e6);
+        assert_eq!(r.stages[1].round_trips, None);
+        assert_eq!(r.stages[1].predicted_ns, None);
     }
 }

@@ -123,6 +123,8 @@ pub fn csv_files(records: &[Record]) -> Vec<(String, String)> {
                         f(s.total_ns),
                         opt(s.theoretical_min_ns),
                         opt(s.overhead_ns),
+                        st.round_trips.map(|n| n.to_string()).unwrap_or_default(),
+                        opt(st.predicted_ns),
                     ]);
                     stages.push(row);
                 }
@@ -261,6 +263,8 @@ pub fn csv_files(records: &[Record]) -> Vec<(String, String)> {
             "total_ns",
             "theoretical_min_ns",
             "overhead_ns",
+            "round_trips",
+            "predicted_ns",
         ],
         stages,
     );

@@ -337,6 +337,15 @@ pub struct Stage {
     /// Bytes sent during the stage.
     #[serde(default)]
     pub bytes_out: u64,
+    /// Round trips in the stage (summed over runs): the times a party waited for its
+    /// peer's answer. Absent where the pipeline has no peer or did not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trips: Option<u64>,
+    /// The stage's predicted time over a network link (summed over runs), in ns:
+    /// `round_trips × RTT + bytes ÷ rate + the stage's compute measured on loopback`.
+    /// Absent where no link profile was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_ns: Option<f64>,
 }
 
 /// A pipeline broken into stages, with the measured total and, optionally, the theoretical

@@ -182,29 +182,77 @@ fn stage_section(
         "{} run(s); time is the total over all runs, per run is time / runs.",
         s.runs
     )));
-    let mut t =
-        Table::new(["stage", "time", "per run", "share", "bytes in", "bytes out"]).right(1..6);
+    // Round trips and the link's prediction, where the pipeline has them: per run, beside
+    // the measured time, with measured ÷ predicted.
+    let rounds = s.stages.iter().any(|st| st.round_trips.is_some());
+    let predicted = s.stages.iter().any(|st| st.predicted_ns.is_some());
+    let mut head = vec!["stage", "time", "per run", "share", "bytes in", "bytes out"];
+    if rounds {
+        head.push("round trips per run");
+    }
+    if predicted {
+        head.extend(["predicted per run", "measured / predicted"]);
+    }
+    let width = head.len();
+    let mut t = Table::new(head).right(1..width);
+    let extra = |round_trips: Option<f64>, time_ns: f64, predicted_ns: Option<f64>| {
+        let mut v = Vec::new();
+        if rounds {
+            v.push(round_trips.map_or(String::new(), |n| {
+                let per = n / runs;
+                if per.fract() == 0.0 {
+                    format!("{per}")
+                } else {
+                    format!("{per:.1}")
+                }
+            }));
+        }
+        if predicted {
+            v.push(predicted_ns.map_or(String::new(), |p| units::duration_ns(p / runs)));
+            v.push(match predicted_ns {
+                Some(p) if p > 0.0 => format!("{:.2}", time_ns / p),
+                _ => String::new(),
+            });
+        }
+        v
+    };
     for st in &s.stages {
-        t.push(vec![
+        let mut row = vec![
             st.name.clone(),
             units::duration_ns(st.time_ns),
             units::duration_ns(st.time_ns / runs),
             units::percent(st.percent),
             units::bytes(st.bytes_in as f64),
             units::bytes(st.bytes_out as f64),
-        ]);
+        ];
+        row.extend(extra(
+            st.round_trips.map(|n| n as f64),
+            st.time_ns,
+            st.predicted_ns,
+        ));
+        t.push(row);
     }
     let (bin, bout) = s.stages.iter().fold((0u64, 0u64), |(i, o), st| {
         (i + st.bytes_in, o + st.bytes_out)
     });
-    t.push(vec![
+    let sum_rounds =
+        rounds.then(|| s.stages.iter().filter_map(|st| st.round_trips).sum::<u64>() as f64);
+    // The total's prediction covers every stage only when each stage has one.
+    let sum_predicted = s
+        .stages
+        .iter()
+        .map(|st| st.predicted_ns)
+        .sum::<Option<f64>>();
+    let mut row = vec![
         "measured total".to_owned(),
         units::duration_ns(s.total_ns),
         units::duration_ns(s.total_ns / runs),
         units::percent(100.0),
         units::bytes(bin as f64),
         units::bytes(bout as f64),
-    ]);
+    ];
+    row.extend(extra(sum_rounds, s.total_ns, sum_predicted));
+    t.push(row);
     let share = |v: f64| {
         if s.total_ns > 0.0 {
             units::percent(v / s.total_ns * 100.0)
@@ -212,25 +260,26 @@ fn stage_section(
             String::new()
         }
     };
+    let blank = width - 4;
     if let Some(min) = s.theoretical_min_ns {
-        t.push(vec![
+        let mut row = vec![
             "theoretical minimum".to_owned(),
             units::duration_ns(min),
             units::duration_ns(min / runs),
             share(min),
-            String::new(),
-            String::new(),
-        ]);
+        ];
+        row.extend(std::iter::repeat_n(String::new(), blank));
+        t.push(row);
     }
     if let Some(o) = s.overhead_ns {
-        t.push(vec![
+        let mut row = vec![
             "overhead (measured − minimum)".to_owned(),
             units::duration_ns(o),
             units::duration_ns(o / runs),
             share(o),
-            String::new(),
-            String::new(),
-        ]);
+        ];
+        row.extend(std::iter::repeat_n(String::new(), blank));
+        t.push(row);
     }
     b.blocks.push(Block::Table(t));
     if b.plots_wanted && !s.stages.is_empty() {

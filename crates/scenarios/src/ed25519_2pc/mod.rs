@@ -302,6 +302,17 @@ pub fn two_party(
     inputs: &SignInputs,
     hash: GcHash,
 ) -> Result<Signed, ScenarioError> {
+    two_party_over(c, inputs, hash, &garble::link::Profile::loopback())
+}
+
+/// [`two_party`] over the link `net` (a user-space link between the parties for the
+/// session; none for loopback).
+pub fn two_party_over(
+    c: &Ed25519Sign,
+    inputs: &SignInputs,
+    hash: GcHash,
+    net: &garble::link::Profile,
+) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
     let (public_key, plain) = plain_signature(inputs)?;
     let spec = |addr: SocketAddr, token: &Token| {
@@ -315,16 +326,17 @@ pub fn two_party(
         .encode()
     };
     let limits = (PEER_TIMEOUT, SESSION_LIMIT);
-    let (out, stdout) = crate::gc2pc::with_evaluator(step, EVALUATOR_ENV, limits, spec, |ch| {
-        let mut input = inputs.garbler_share.to_vec();
-        input.extend_from_slice(&inputs.message);
-        let bits = bits_from_bytes(&input, c.garbler_input_bits());
-        let opts = SessionOptions {
-            hash,
-            ..SessionOptions::default()
-        };
-        stream::run_garbler(ch, c, &bits, &opts).map_err(|e| e.to_string())
-    })?;
+    let (out, stdout) =
+        crate::gc2pc::with_evaluator(step, EVALUATOR_ENV, limits, net, spec, |ch| {
+            let mut input = inputs.garbler_share.to_vec();
+            input.extend_from_slice(&inputs.message);
+            let bits = bits_from_bytes(&input, c.garbler_input_bits());
+            let opts = SessionOptions {
+                hash,
+                ..SessionOptions::default()
+            };
+            stream::run_garbler(ch, c, &bits, &opts).map_err(|e| e.to_string())
+        })?;
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     let (garbler, garbler_public_key) =
         split_output(&bytes).map_err(|e| ScenarioError::step(step, e))?;
@@ -409,6 +421,16 @@ fn gate_costs(ctx: &Context<'_>, plan: &Plan, gc_hash: GcHash) -> Result<GateCos
     Ok(costs)
 }
 
+/// A stage's name in the signature's breakdown: the Load stage generates and counts the
+/// circuit (`Compile`).
+fn stage_name(s: Stage) -> &'static str {
+    if s == Stage::Load {
+        "Compile"
+    } else {
+        s.name()
+    }
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
@@ -425,6 +447,12 @@ impl Scenario for Ed25519Pc {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
+        let net = crate::gc2pc::net::net_profile(ctx)?;
+        // Every record of a run over a link says which link.
+        let ctx = &ctx.with_params(crate::gc2pc::net::net_params(&net));
+        if let Some(t) = crate::gc2pc::net::link_table(&net)? {
+            ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
+        }
         let plan = Plan::of(ctx.options.preset);
         // The sessions' garbling hash (`--hash`; MITCCRH by default).
         let (hash, _) = crate::gc2pc::session_hash(ctx)?;
@@ -482,6 +510,7 @@ impl Scenario for Ed25519Pc {
         ctx.progress().advance(1);
 
         let mut stages = Stages::new();
+        let mut over = Vec::with_capacity(plan.signatures);
         let mut totals = Vec::with_capacity(plan.signatures);
         let mut garbles = Vec::with_capacity(plan.signatures);
         let mut setup = Vec::with_capacity(plan.signatures);
@@ -495,18 +524,16 @@ impl Scenario for Ed25519Pc {
         for i in 0..plan.signatures {
             ctx.check_cancel()?;
             let inputs = SignInputs::new(i);
-            let signed = two_party(&c, &inputs, hash)?;
+            let signed = two_party_over(&c, &inputs, hash, &net)?;
             let r = &signed.report;
             for s in Stage::ALL {
                 let sr = r.stage(s);
-                let name = if s == Stage::Load {
-                    "Compile"
-                } else {
-                    s.name()
-                };
+                let name = stage_name(s);
                 stages.add(name, sr.time, sr.bytes_received, sr.bytes_sent);
+                stages.add_round_trips(name, sr.round_trips);
             }
             stages.end_run();
+            over.push(signed.report.clone());
             totals.push(r.total.as_nanos() as f64);
             garbles.push(r.stage(Stage::Garble).time.as_nanos() as f64);
             setup.push(
@@ -523,6 +550,38 @@ impl Scenario for Ed25519Pc {
             ctx.progress().advance(1);
         }
         let rss_g = peak_rss();
+        // Over a link: one signature over loopback gives each stage's compute, and each
+        // stage of the signatures over the link its predicted time.
+        if !net.is_loopback() {
+            ctx.check_cancel()?;
+            let base = two_party(&c, &SignInputs::new(0), hash)?.report;
+            let mut bst = Stages::new();
+            for s in Stage::ALL {
+                let sr = base.stage(s);
+                bst.add(stage_name(s), sr.time, sr.bytes_received, sr.bytes_sent);
+                bst.add_round_trips(stage_name(s), sr.round_trips);
+            }
+            bst.end_run();
+            let mut lp = p();
+            lp.extend(crate::gc2pc::net::net_params(
+                &garble::link::Profile::loopback(),
+            ));
+            let what = format!(
+                "2pc {} (garbler) over loopback (the compute of the predictions)",
+                c.name()
+            );
+            ctx.emit(
+                NAME,
+                "2pc",
+                lp,
+                Body::Stages(bst.finish(&what, Some(base.total), None)),
+            )?;
+            let compute = crate::gc2pc::net::Compute::of(std::slice::from_ref(&base))
+                .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
+            for r in &over {
+                crate::gc2pc::net::add_predictions(&mut stages, stage_name, &net, r, &compute);
+            }
+        }
         // Unknown when any run could not read it.
         let rss_e = rss_e
             .into_iter()
@@ -558,7 +617,7 @@ impl Scenario for Ed25519Pc {
                 &plain_m,
             ),
             &[(
-                "2PC on XOR-shared key, two processes over loopback (OT included)",
+                &format!("2PC on XOR-shared key, two processes over {net} (OT included)"),
                 "2pc",
                 &sig_m,
             )],

@@ -27,6 +27,7 @@
 //! this run's.
 
 mod analysis;
+pub mod net;
 mod peer;
 
 use std::time::Duration;
@@ -43,9 +44,12 @@ use measure::stages::Stages;
 
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
+use self::net::{Compute, add_predictions, net_params, net_profile};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 pub(crate) use self::peer::{Token, run_child_if, spec_fields, spec_text, with_evaluator};
-pub use self::peer::{TwoParty, two_party, two_party_both};
+pub use self::peer::{TwoParty, two_party, two_party_both, two_party_over};
+use garble::link::Profile;
+use garble::session::Stage;
 use harness::{At, CircuitChoice, Context, Preset, Scenario, ScenarioError};
 
 /// The scenario's name.
@@ -363,6 +367,7 @@ impl Gc2pc {
         chosen: &Chosen,
         headline: bool,
         (hash, chosen_hash): (GcHash, bool),
+        net: &Profile,
         rows: &mut Vec<Vec<Value>>,
         by_hash: &mut Vec<CircuitHashFigures>,
     ) -> Result<WireBytes, ScenarioError> {
@@ -450,13 +455,15 @@ impl Gc2pc {
         // The garbler's socket counters against what the protocol's messages predict.
         let mut wire = WireBytes::default();
         let mut busy = [Vec::new(), Vec::new()];
+        let mut over = Vec::with_capacity(plan.sessions);
         for _ in 0..plan.sessions {
             ctx.check_cancel()?;
-            let both = two_party_both(name, c, gi, ei, 1, hash)?;
+            let both = two_party_over(name, c, (gi.as_slice(), ei.as_slice()), 1, hash, net)?;
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
             let r = both.garbler;
             add_stages(&mut stages, &r);
+            over.push(r.clone());
             totals.push(r.total.as_nanos() as f64);
             let expected = garble::session::expected_wire_bytes(c, 1).0;
             wire = WireBytes {
@@ -475,6 +482,23 @@ impl Gc2pc {
         let single_m = ctx.emit_measurement(NAME, "2pc", p(), "session", s, None)?;
         let single = single_m.summary.median_ns;
         emit_busy(ctx, p(), "session", busy, 1)?;
+        // Over a link: the same sessions over loopback give each stage's compute, and each
+        // stage its predicted time over the link.
+        if !net.is_loopback() {
+            let base = loopback_baseline(
+                ctx,
+                name,
+                c,
+                (gi.as_slice(), ei.as_slice()),
+                1,
+                hash,
+                plan.sessions,
+                p(),
+            )?;
+            for r in &over {
+                add_predictions(&mut stages, Stage::name, net, r, &base);
+            }
+        }
         let min = costs.garble_ns(&stats) * plan.sessions as f64;
         let breakdown = stages.finish(
             &format!("2pc {name}"),
@@ -504,13 +528,15 @@ impl Gc2pc {
             let mut stages = Stages::new();
             let mut total = 0.0;
             let mut busy = [Vec::new(), Vec::new()];
+            let mut over = Vec::with_capacity(plan.bulk_sessions);
             for _ in 0..plan.bulk_sessions {
                 ctx.check_cancel()?;
-                let both = two_party_both(name, c, gi, ei, evals, h)?;
+                let both = two_party_over(name, c, (gi.as_slice(), ei.as_slice()), evals, h, net)?;
                 busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
                 busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
                 let r = both.garbler;
                 add_stages(&mut stages, &r);
+                over.push(r.clone());
                 total += r.total.as_nanos() as f64;
                 per_eval.push(r.total.as_nanos() as f64 / evals as f64);
             }
@@ -535,6 +561,22 @@ impl Gc2pc {
             }
             if h == hash {
                 bulk = median;
+                if !net.is_loopback() {
+                    let lp = bp.clone();
+                    let base = loopback_baseline(
+                        ctx,
+                        name,
+                        c,
+                        (gi.as_slice(), ei.as_slice()),
+                        evals,
+                        h,
+                        1,
+                        lp,
+                    )?;
+                    for r in &over {
+                        add_predictions(&mut stages, Stage::name, net, r, &base);
+                    }
+                }
                 if headline {
                     ctx.emit_cost(
                         NAME,
@@ -574,6 +616,47 @@ impl Gc2pc {
         ]);
         Ok(wire)
     }
+}
+
+/// `sessions` sessions of `evaluations` evaluations of `c` over loopback, the compute of
+/// the predictions over a link: their stage breakdown is emitted (params `p` and the
+/// loopback profile's), and each stage's mean time returned.
+#[allow(clippy::too_many_arguments)]
+fn loopback_baseline(
+    ctx: &Context<'_>,
+    name: &str,
+    c: &Circuit,
+    inputs: (&[u8], &[u8]),
+    evaluations: u64,
+    hash: GcHash,
+    sessions: usize,
+    mut p: measure::record::Params,
+) -> Result<Compute, ScenarioError> {
+    let mut stages = Stages::new();
+    let mut reports = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        ctx.check_cancel()?;
+        let both = two_party_over(name, c, inputs, evaluations, hash, &Profile::loopback())?;
+        add_stages(&mut stages, &both.garbler);
+        reports.push(both.garbler);
+    }
+    let total: Duration = reports.iter().map(|r| r.total).sum();
+    p.extend(net_params(&Profile::loopback()));
+    let what = if evaluations == 1 {
+        format!("2pc {name} over loopback (the compute of the predictions)")
+    } else {
+        format!(
+            "2pc {name}, {evaluations} evaluations per session, over loopback (the compute of \
+             the predictions)"
+        )
+    };
+    ctx.emit(
+        NAME,
+        "2pc",
+        p,
+        Body::Stages(stages.finish(&what, Some(total), None)),
+    )?;
+    Compute::of(&reports).ok_or_else(|| ScenarioError::step("loopback baseline", "no sessions"))
 }
 
 /// The parties' CPU time (`busy`) of the sessions just measured as `{name}-garbler-busy` and
@@ -616,6 +699,13 @@ impl Scenario for Gc2pc {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
+        let net = net_profile(ctx)?;
+        // Every record of a run over a link says which link, and the link's own rate and
+        // delay come first.
+        let ctx = &ctx.with_params(net_params(&net));
+        if let Some(t) = net::link_table(&net)? {
+            ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
+        }
         let plan = Plan::of(ctx.options.preset);
         let (hash, chosen_hash) = session_hash(ctx)?;
         // Three gate kinds, two hashes, one or two backends.
@@ -643,6 +733,7 @@ impl Scenario for Gc2pc {
                 chosen,
                 headline,
                 (hash, chosen_hash),
+                &net,
                 &mut rows,
                 &mut by_hash,
             )?;
@@ -669,9 +760,10 @@ impl Scenario for Gc2pc {
             rows,
             source: None,
             notes: vec![
-                "2PC: two processes over loopback TCP, OT included; single-shot is one \
-                 evaluation per session, bulk many."
-                    .into(),
+                format!(
+                    "2PC: two processes over {net}, OT included; single-shot is one \
+                     evaluation per session, bulk many."
+                ),
                 "Other engines' figures: the peers table.".into(),
             ],
         };

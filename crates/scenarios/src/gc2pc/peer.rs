@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use garble::channel::{Channel, Deadline, TcpChannel};
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::hash::GcHash;
+use garble::link::Profile;
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
 
@@ -309,6 +310,20 @@ pub fn two_party_both(
     evaluations: u64,
     hash: GcHash,
 ) -> Result<TwoParty, ScenarioError> {
+    let inputs = (garbler_input, evaluator_input);
+    two_party_over(name, c, inputs, evaluations, hash, &Profile::loopback())
+}
+
+/// [`two_party_both`] over the link `net` (a user-space link between the parties, started
+/// for the session and stopped after it; none for loopback).
+pub fn two_party_over(
+    name: &str,
+    c: &Circuit,
+    (garbler_input, evaluator_input): (&[u8], &[u8]),
+    evaluations: u64,
+    hash: GcHash,
+    net: &Profile,
+) -> Result<TwoParty, ScenarioError> {
     let step = "two-party session";
     let fail = |m: String| ScenarioError::step(step, m);
     let expected = c.eval_bytes(garbler_input, evaluator_input).at(step)?;
@@ -324,7 +339,7 @@ pub fn two_party_both(
         .encode()
     };
     let limits = (PEER_TIMEOUT, SESSION_LIMIT);
-    let (out, stdout) = with_evaluator(step, EVALUATOR_ENV, limits, spec, |ch| {
+    let (out, stdout) = with_evaluator(step, EVALUATOR_ENV, limits, net, spec, |ch| {
         let bits = bits_from_bytes_exact(Party::Garbler, garbler_input, c.garbler_input_bits())
             .map_err(|e| e.to_string())?;
         let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
@@ -362,13 +377,16 @@ pub fn two_party_both(
 /// to its stdin, accepts the connection that presents the token, runs `garble` on the
 /// channel, and waits for the evaluator to exit (killing it first when the garbler failed,
 /// so that neither waits for the other's timeout). `limits` are the wait for each of the
-/// peer's steps and the whole session's limit (the channel's deadline, from now). Returns
-/// the garbler's result and what the evaluator printed; a failure of either party is an
-/// error of `step` with both sides' words.
+/// peer's steps and the whole session's limit (the channel's deadline, from now). Over a
+/// link profile `net` other than loopback, the evaluator connects through a user-space
+/// link ([`garble::link::Link`]) that lives until the evaluator has exited. Returns the
+/// garbler's result and what the evaluator printed; a failure of either party is an error
+/// of `step` with both sides' words.
 pub(crate) fn with_evaluator<T>(
     step: &str,
     var: &str,
     limits: (Duration, Duration),
+    net: &Profile,
     spec: impl FnOnce(SocketAddr, &Token) -> String,
     garble: impl FnOnce(&mut TcpChannel) -> Result<T, String>,
 ) -> Result<(T, String), ScenarioError> {
@@ -377,7 +395,11 @@ pub(crate) fn with_evaluator<T>(
     let listener = TcpListener::bind("127.0.0.1:0").at(step)?;
     let addr = listener.local_addr().at(step)?;
     let token = Token::new().map_err(|e| ScenarioError::step(step, e))?;
-    let spec = spec(addr, &token);
+    // Dropped at the end of this function, after the evaluator exited.
+    let link = net
+        .start(addr)
+        .map_err(|e| ScenarioError::step(step, format!("link {net}: {e}")))?;
+    let spec = spec(link.as_ref().map_or(addr, |l| l.addr()), &token);
     let exe = std::env::current_exe().at(&format!("{step}: own executable"))?;
     let mut child = Command::new(exe)
         .env(var, SPEC_ON_STDIN)

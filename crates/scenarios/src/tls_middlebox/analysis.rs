@@ -340,6 +340,8 @@ impl Breakdown {
                     percent: if total > 0.0 { ns / total * 100.0 } else { 0.0 },
                     bytes_in: 0,
                     bytes_out: 0,
+                    round_trips: None,
+                    predicted_ns: None,
                 })
                 .collect(),
             total_ns: total * n,

@@ -1,0 +1,1171 @@
+//! Links between the two parties: named profiles (`loopback`, `lan10g`, `lan`, `wan`,
+//! `intercontinental`, or `rate=..,rtt=..`) and a user-space link that makes real traffic
+//! cross an emulated link of that rate and round-trip time.
+//!
+//! Every 2PC figure over loopback has free bandwidth and no latency; two parties on two
+//! machines have neither. A [`Link`] sits between the parties as a TCP proxy on loopback:
+//! a party connects to [`Link::addr`], the link connects to the other party, and each
+//! direction runs its bytes through
+//!
+//! * a token bucket at the profile's rate (depth [`Shape::burst_bytes`]: about a millisecond of
+//!   the link's bytes, at least one read's worth), which gives each chunk of bytes the time
+//!   at which it has left the sender's end of the link, and
+//! * a delay line of half the round-trip time: the chunk is written to the receiver that
+//!   long after it left.
+//!
+//! A chunk that finds the bucket full of tokens is written exactly RTT/2 after it was read,
+//! so a message and its answer take at least the RTT; a long transfer of `N` bytes takes
+//! `N / rate`, less the bucket's depth. The bytes in flight in one direction (read from
+//! the sender, not yet written to the receiver) are bounded by `rate × RTT/2` plus
+//! [`BUFFER_BYTES`] and the bucket's depth: past that, the link stops reading and TCP's
+//! own flow control holds the sender back, as a real bottleneck's queue would.
+//!
+//! What it does not emulate: TCP's congestion control over the long path (each leg is a
+//! loopback connection, so the window never limits), loss, and the delay of the connection
+//! set-up. The kernel's own shaping (network namespaces, `tc` with `tbf` and `netem`) would
+//! emulate a real TCP path but needs root and `netem`, which the VMs this runs on lack; the
+//! records say which emulator they were made with ([`Profile::params`]'s `link_emulator`).
+//!
+//! Each connection runs four threads (a reader and a writer per direction), all blocking
+//! I/O with short timeouts so that every wait is bounded and the link stops promptly when
+//! it is dropped. Closing either end (or an error on it) ends the other: the end of one
+//! direction is delivered, after the delay, as a shutdown of the peer's writing half.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+/// The named profiles: name, rate in bits per second, round-trip time in µs. `loopback` has
+/// no link at all.
+const PRESETS: [(&str, u64, u64); 4] = [
+    ("lan10g", 10_000_000_000, 200),
+    ("lan", 1_000_000_000, 1_000),
+    ("wan", 200_000_000, 20_000),
+    ("intercontinental", 100_000_000, 100_000),
+];
+
+/// The profile without an emulated link.
+pub const LOOPBACK: &str = "loopback";
+
+/// The names [`Profile::from_str`] knows, for messages.
+pub const NAMES: [&str; 5] = [LOOPBACK, "lan10g", "lan", "wan", "intercontinental"];
+
+/// The name of a profile given as `rate=..,rtt=..`.
+pub const CUSTOM: &str = "custom";
+
+/// The slowest rate a profile may have, in bits per second (below, a session of the
+/// smallest circuit would take minutes).
+pub const MIN_RATE: u64 = 1_000;
+/// The fastest rate a profile may have, in bits per second.
+pub const MAX_RATE: u64 = 1_000_000_000_000;
+/// The longest round-trip time a profile may have.
+pub const MAX_RTT: Duration = Duration::from_secs(10);
+
+/// A link between the two parties: its name, and the rate and round-trip time it emulates
+/// (`rate: None` for `loopback`, which has no link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// `loopback`, a preset's name, or [`CUSTOM`].
+    pub name: String,
+    /// Bits per second each way; `None`: not shaped (loopback).
+    pub rate_bits_per_s: Option<u64>,
+    /// Round-trip time (twice the one-way delay).
+    pub rtt: Duration,
+}
+
+/// Why a `--net` value is not a profile. Each names the part that is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProfileError {
+    /// Neither a known name nor `rate=..,rtt=..`.
+    #[error(
+        "--net {0:?}: not a link profile; known: {known}, or rate=RATE,rtt=TIME (e.g. rate=50mbit,rtt=30ms)",
+        known = NAMES.join(", ")
+    )]
+    UnknownName(String),
+    /// A `key=value` part that is wrong: which part, and why.
+    #[error("--net: {part:?}: {why}")]
+    BadPart {
+        /// The part as given.
+        part: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// `rate=` or `rtt=` is missing.
+    #[error("--net {given:?}: missing {missing}= (a custom link needs both rate= and rtt=)")]
+    Missing {
+        /// The whole value.
+        given: String,
+        /// `rate` or `rtt`.
+        missing: &'static str,
+    },
+}
+
+impl FromStr for Profile {
+    type Err = ProfileError;
+
+    /// A preset's name (see [`NAMES`]) or `rate=RATE,rtt=TIME`: RATE a number with a unit
+    /// of bits per second (`bit`, `kbit`, `mbit`, `gbit`; also `bps`, `kbps`, `mbps`,
+    /// `gbps`; case does not matter), TIME a number with `s`, `ms` or `us`.
+    fn from_str(s: &str) -> Result<Profile, ProfileError> {
+        let t = s.trim();
+        if t == LOOPBACK {
+            return Ok(Profile::loopback());
+        }
+        if let Some(&(name, rate, rtt_us)) = PRESETS.iter().find(|p| p.0 == t) {
+            return Ok(Profile {
+                name: name.to_owned(),
+                rate_bits_per_s: Some(rate),
+                rtt: Duration::from_micros(rtt_us),
+            });
+        }
+        if !t.contains('=') {
+            return Err(ProfileError::UnknownName(t.to_owned()));
+        }
+        let (mut rate, mut rtt) = (None, None);
+        for part in t.split(',') {
+            let bad = |why: String| ProfileError::BadPart {
+                part: part.to_owned(),
+                why,
+            };
+            let Some((key, value)) = part.split_once('=') else {
+                return Err(bad("expected key=value (rate=.. or rtt=..)".into()));
+            };
+            match key.trim() {
+                "rate" if rate.is_some() => return Err(bad("rate= given twice".into())),
+                "rtt" if rtt.is_some() => return Err(bad("rtt= given twice".into())),
+                "rate" => rate = Some(parse_rate(value.trim()).map_err(bad)?),
+                "rtt" => rtt = Some(parse_rtt(value.trim()).map_err(bad)?),
+                other => {
+                    return Err(bad(format!(
+                        "unknown key {other:?}; a custom link has rate= and rtt="
+                    )));
+                }
+            }
+        }
+        let missing = |missing| ProfileError::Missing {
+            given: t.to_owned(),
+            missing,
+        };
+        Ok(Profile {
+            name: CUSTOM.to_owned(),
+            rate_bits_per_s: Some(rate.ok_or_else(|| missing("rate"))?),
+            rtt: rtt.ok_or_else(|| missing("rtt"))?,
+        })
+    }
+}
+
+/// A rate with its unit, in bits per second, within [`MIN_RATE`]..=[`MAX_RATE`].
+fn parse_rate(v: &str) -> Result<u64, String> {
+    let lower = v.to_ascii_lowercase();
+    let lower = lower.strip_suffix("/s").unwrap_or(&lower);
+    let split = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| {
+            "the rate needs a unit: bit, kbit, mbit or gbit (per second), e.g. 200mbit".to_owned()
+        })?;
+    let (num, unit) = lower.split_at(split);
+    let scale = match unit {
+        "bit" | "bps" => 1.0,
+        "kbit" | "kbps" => 1e3,
+        "mbit" | "mbps" => 1e6,
+        "gbit" | "gbps" => 1e9,
+        _ => {
+            return Err(format!(
+                "unknown rate unit {unit:?}; use bit, kbit, mbit or gbit (per second)"
+            ));
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{num:?} is not a number"))?;
+    let bits = n * scale;
+    if !(bits >= MIN_RATE as f64 && bits <= MAX_RATE as f64) {
+        return Err(format!(
+            "the rate must be between {MIN_RATE} bit/s and {} Gbit/s",
+            MAX_RATE / 1_000_000_000
+        ));
+    }
+    Ok(bits.round() as u64)
+}
+
+/// A round-trip time with its unit, at most [`MAX_RTT`].
+fn parse_rtt(v: &str) -> Result<Duration, String> {
+    let lower = v.to_ascii_lowercase();
+    let (num, scale) = if let Some(n) = lower.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = lower.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = lower.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        return Err("the round-trip time needs a unit: s, ms or us, e.g. 20ms".into());
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{num:?} is not a number"))?;
+    let secs = n * scale;
+    if !(0.0..=MAX_RTT.as_secs_f64()).contains(&secs) {
+        return Err(format!(
+            "the round-trip time must be between 0 and {} s",
+            MAX_RTT.as_secs()
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl Profile {
+    /// No link: the parties talk over loopback directly.
+    pub fn loopback() -> Profile {
+        Profile {
+            name: LOOPBACK.to_owned(),
+            rate_bits_per_s: None,
+            rtt: Duration::ZERO,
+        }
+    }
+
+    /// The profile as `--net` text that parses back to it: the name of a preset, or
+    /// `rate=..bit,rtt=..us` for a custom link.
+    pub fn spec(&self) -> String {
+        match self.rate_bits_per_s {
+            Some(r) if self.name == CUSTOM => {
+                format!("rate={r}bit,rtt={}us", self.rtt.as_micros())
+            }
+            _ => self.name.clone(),
+        }
+    }
+
+    /// Whether this profile has no emulated link.
+    pub fn is_loopback(&self) -> bool {
+        self.rate_bits_per_s.is_none()
+    }
+
+    /// The rate in bytes per second, if shaped.
+    pub fn rate_bytes_per_s(&self) -> Option<f64> {
+        self.rate_bits_per_s.map(|r| r as f64 / 8.0)
+    }
+
+    /// The emulator that carries this profile: `none` for loopback, else `userspace` (the
+    /// only one built, see the module documentation).
+    pub fn emulator(&self) -> &'static str {
+        if self.is_loopback() {
+            "none"
+        } else {
+            "userspace"
+        }
+    }
+
+    /// The parameters every record made over this profile carries: `net` (the name),
+    /// `rate_bits_per_s` (0 for loopback: not shaped), `rtt_ms` and `link_emulator`.
+    pub fn params(&self) -> Vec<(&'static str, ParamValue)> {
+        vec![
+            ("net", ParamValue::Str(self.name.clone())),
+            (
+                "rate_bits_per_s",
+                ParamValue::Int(self.rate_bits_per_s.unwrap_or(0)),
+            ),
+            ("rtt_ms", ParamValue::Float(self.rtt.as_secs_f64() * 1e3)),
+            ("link_emulator", ParamValue::Str(self.emulator().to_owned())),
+        ]
+    }
+
+    /// The predicted time of a stage over this link: `round_trips × RTT + bytes ÷ rate +
+    /// compute` (see the module documentation of `garble::session` for what a round trip
+    /// is). `bytes` are both directions' bytes of the stage: in this protocol the two
+    /// directions of a stage take turns (one answers the other), so their transfer times
+    /// add. `compute` is the stage's time over loopback.
+    pub fn predict(&self, round_trips: u64, bytes: u64, compute: Duration) -> Duration {
+        let wire = match self.rate_bytes_per_s() {
+            Some(r) => bytes as f64 / r,
+            None => 0.0,
+        };
+        compute
+            + self
+                .rtt
+                .saturating_mul(u32::try_from(round_trips).unwrap_or(u32::MAX))
+            + Duration::from_secs_f64(wire)
+    }
+
+    /// Starts a user-space link with this profile's rate and delay in front of `upstream`
+    /// (see [`Link`]); `None` for loopback, which has no link.
+    pub fn start(&self, upstream: SocketAddr) -> Result<Option<Link>, LinkError> {
+        match self.rate_bytes_per_s() {
+            None => Ok(None),
+            Some(rate) => Link::start(
+                Shape {
+                    rate_bytes_per_s: rate,
+                    one_way: self.rtt / 2,
+                },
+                upstream,
+            )
+            .map(Some),
+        }
+    }
+}
+
+/// What a user-space link of some profile delivered, measured on its own (see
+/// [`measure`]): the emulator's accuracy, against the profile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// Bytes per second of one long one-way transfer: the bytes over the time from the
+    /// first write to the answer that the last byte arrived, less the round-trip time.
+    pub rate_bytes_per_s: f64,
+    /// Bytes of that transfer.
+    pub bytes: u64,
+    /// The shortest of the one-byte round trips.
+    pub rtt_min: Duration,
+    /// The median of the one-byte round trips.
+    pub rtt_median: Duration,
+}
+
+/// Measures a user-space link of `profile`: `pings` one-byte round trips, then a one-way
+/// transfer of `bytes`, between two threads of this process through the link. `None` for
+/// loopback (no link). Every wait is bounded by `timeout`.
+pub fn measure(
+    profile: &Profile,
+    bytes: usize,
+    pings: usize,
+    timeout: Duration,
+) -> Result<Option<Measured>, LinkError> {
+    let io = |what| move |source| LinkError::Io { what, source };
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding 127.0.0.1:0"))?;
+    let upstream = listener.local_addr().map_err(io("local address"))?;
+    let Some(link) = profile.start(upstream)? else {
+        return Ok(None);
+    };
+    let mut c = TcpStream::connect_timeout(&link.addr(), timeout)
+        .map_err(io("connecting through the link"))?;
+    listener
+        .set_nonblocking(false)
+        .map_err(io("blocking accept"))?;
+    let (mut s, _) = listener
+        .accept()
+        .map_err(io("accepting through the link"))?;
+    for x in [&c, &s] {
+        x.set_read_timeout(Some(timeout))
+            .and_then(|()| x.set_write_timeout(Some(timeout)))
+            .and_then(|()| x.set_nodelay(true))
+            .map_err(io("socket options"))?;
+    }
+    let echo = std::thread::Builder::new()
+        .name("link-measure".into())
+        .spawn(move || -> std::io::Result<usize> {
+            let mut b = [0u8; 1];
+            for _ in 0..pings {
+                s.read_exact(&mut b)?;
+                s.write_all(&b)?;
+            }
+            // Then the transfer, and one byte back when all of it arrived.
+            let mut buf = vec![0u8; CHUNK];
+            let mut got = 0;
+            while got < bytes {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            s.write_all(&[1])?;
+            Ok(got)
+        })
+        .map_err(io("starting the echo thread"))?;
+    let mut rtts = Vec::with_capacity(pings);
+    let mut b = [0u8; 1];
+    let run = (|| -> std::io::Result<Duration> {
+        for i in 0..pings {
+            let t = Instant::now();
+            c.write_all(&[i as u8])?;
+            c.read_exact(&mut b)?;
+            rtts.push(t.elapsed());
+        }
+        let data = vec![0x5au8; CHUNK];
+        let t = Instant::now();
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(CHUNK);
+            c.write_all(&data[..n])?;
+            left -= n;
+        }
+        // The last byte arrives one delay after it left the bucket, and the answer takes
+        // another: the bucket's time is the rest.
+        c.read_exact(&mut b)?;
+        Ok(t.elapsed().saturating_sub(profile.rtt))
+    })();
+    let took = run.map_err(io("measuring the link"))?;
+    let got = echo
+        .join()
+        .map_err(|_| LinkError::Io {
+            what: "the echo thread",
+            source: std::io::Error::other("panicked"),
+        })?
+        .map_err(io("the echo thread"))?;
+    drop(link);
+    rtts.sort();
+    Ok(Some(Measured {
+        rate_bytes_per_s: got as f64 / took.as_secs_f64().max(1e-9),
+        bytes: got as u64,
+        rtt_min: rtts.first().copied().unwrap_or_default(),
+        rtt_median: rtts.get(rtts.len() / 2).copied().unwrap_or_default(),
+    }))
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.rate_bits_per_s {
+            None => f.write_str(&self.name),
+            Some(r) => write!(
+                f,
+                "{} ({} Mbit/s, {} ms RTT)",
+                self.name,
+                r as f64 / 1e6,
+                self.rtt.as_secs_f64() * 1e3
+            ),
+        }
+    }
+}
+
+/// A parameter's value, without depending on the record types (`garble` knows nothing of
+/// `measure`): the scenarios map these into record parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamValue {
+    /// A name.
+    Str(String),
+    /// A count.
+    Int(u64),
+    /// A measure.
+    Float(f64),
+}
+
+/// What a user-space link emulates in each direction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// Bytes per second (the token bucket's rate).
+    pub rate_bytes_per_s: f64,
+    /// The delay line: half the round-trip time.
+    pub one_way: Duration,
+}
+
+/// Bytes read from a socket at once.
+const CHUNK: usize = 64 * 1024;
+
+/// Bytes a direction may hold beyond `rate × delay` and the bucket's depth.
+pub const BUFFER_BYTES: usize = 256 * 1024;
+
+/// Connections a link forwards in its life (more are refused): a session needs one, and a
+/// local process that connects first must not exhaust the machine's threads.
+const MAX_CONNECTIONS: usize = 16;
+
+/// How long a blocked read, write or wait sleeps before it looks at the stop flag again.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How long the link waits to connect to the upstream party.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Shape {
+    /// The token bucket's depth in bytes: a millisecond of the link's bytes, at least one
+    /// read ([`CHUNK`]).
+    pub fn burst_bytes(&self) -> usize {
+        Shape::burst_bytes_of(self.rate_bytes_per_s)
+    }
+
+    /// The bucket's depth at `rate_bytes_per_s`.
+    fn burst_bytes_of(rate_bytes_per_s: f64) -> usize {
+        ((rate_bytes_per_s * 1e-3) as usize).max(CHUNK)
+    }
+
+    /// The most bytes one direction holds at once: `rate × delay`, the bucket's depth and
+    /// [`BUFFER_BYTES`].
+    pub fn capacity(&self) -> usize {
+        let in_flight = self.rate_bytes_per_s * self.one_way.as_secs_f64();
+        in_flight as usize + self.burst_bytes() + BUFFER_BYTES
+    }
+}
+
+/// Why a link could not start.
+#[derive(Debug, Error)]
+pub enum LinkError {
+    /// Binding the link's listening socket, or starting its thread.
+    #[error("starting the user-space link: {what}: {source}")]
+    Io {
+        /// The step.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// A running user-space link: connections to [`Link::addr`] are forwarded to the upstream
+/// address through the emulated link. Dropping it closes every connection and joins every
+/// thread.
+pub struct Link {
+    addr: SocketAddr,
+    shape: Shape,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("addr", &self.addr)
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the link's threads share.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Every socket the link opened (to shut them down when it stops) and every thread.
+    sockets: Mutex<Vec<TcpStream>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Bytes delivered: towards upstream, and back.
+    up: AtomicU64,
+    down: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A thread that panicked while holding the lock left plain data behind: go on with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Link {
+    /// Listens on a free loopback port and forwards each connection to `upstream` through
+    /// a link of `shape`.
+    pub fn start(shape: Shape, upstream: SocketAddr) -> Result<Link, LinkError> {
+        let io = |what| move |source| LinkError::Io { what, source };
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding 127.0.0.1:0"))?;
+        let addr = listener.local_addr().map_err(io("local address"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io("non-blocking accept"))?;
+        let shared = Arc::new(Shared::default());
+        let s = shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("link-accept".into())
+            .spawn(move || accept_loop(listener, upstream, shape, s))
+            .map_err(io("starting the accept thread"))?;
+        Ok(Link {
+            addr,
+            shape,
+            shared,
+            accept: Some(accept),
+        })
+    }
+
+    /// The address a party connects to instead of `upstream`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The emulated rate and delay.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Bytes delivered so far: `(towards upstream, back from upstream)`.
+    pub fn bytes_delivered(&self) -> (u64, u64) {
+        (
+            self.shared.up.load(Ordering::Relaxed),
+            self.shared.down.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for s in lock(&self.shared.sockets).iter() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+        let threads = std::mem::take(&mut *lock(&self.shared.threads));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Accepts connections until the link stops, each forwarded to `upstream`.
+fn accept_loop(listener: TcpListener, upstream: SocketAddr, shape: Shape, shared: Arc<Shared>) {
+    let mut accepted = 0;
+    while !shared.stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((client, _)) => {
+                accepted += 1;
+                if accepted > MAX_CONNECTIONS {
+                    continue; // dropped: closes the connection
+                }
+                let _ = forward(client, upstream, shape, &shared);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // Out of descriptors and the like: wait, then try again (the session's own
+            // timeouts end a run that never connects).
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Connects to `upstream` and starts both directions between it and `client`.
+fn forward(
+    client: TcpStream,
+    upstream: SocketAddr,
+    shape: Shape,
+    shared: &Arc<Shared>,
+) -> std::io::Result<()> {
+    client.set_nonblocking(false)?;
+    let server = TcpStream::connect_timeout(&upstream, CONNECT_TIMEOUT)?;
+    for s in [&client, &server] {
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(POLL))?;
+        s.set_write_timeout(Some(POLL))?;
+    }
+    {
+        let mut socks = lock(&shared.sockets);
+        socks.push(client.try_clone()?);
+        socks.push(server.try_clone()?);
+    }
+    let mut handles = Vec::with_capacity(4);
+    for (src, dst, up) in [
+        (client.try_clone()?, server.try_clone()?, true),
+        (server, client, false),
+    ] {
+        let q = Arc::new(Direction::new(shape));
+        let (rq, rs, rsrc) = (q.clone(), shared.clone(), src.try_clone()?);
+        handles.push(
+            std::thread::Builder::new()
+                .name("link-read".into())
+                .spawn(move || read_side(rsrc, &rq, &rs))?,
+        );
+        let ws = shared.clone();
+        handles.push(
+            std::thread::Builder::new()
+                .name("link-write".into())
+                .spawn(move || write_side(src, dst, &q, &ws, up))?,
+        );
+    }
+    lock(&shared.threads).extend(handles);
+    Ok(())
+}
+
+/// One direction of a connection: the chunks in the delay line, each with the time at
+/// which it is due at the receiver.
+struct Direction {
+    shape: Shape,
+    state: Mutex<Line>,
+    changed: Condvar,
+}
+
+struct Line {
+    chunks: VecDeque<(Instant, Vec<u8>)>,
+    /// Bytes in `chunks`.
+    bytes: usize,
+    /// The sender closed (or failed): deliver the end after the chunks.
+    end: bool,
+    /// The receiver is gone: the reader must stop.
+    closed: bool,
+    /// The token bucket as a virtual clock (GCRA): the time at which the bytes admitted so
+    /// far have all left at the link's rate.
+    tat: Option<Instant>,
+}
+
+impl Direction {
+    fn new(shape: Shape) -> Direction {
+        Direction {
+            shape,
+            state: Mutex::new(Line {
+                chunks: VecDeque::new(),
+                bytes: 0,
+                end: false,
+                closed: false,
+                tat: None,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+/// When a chunk of `len` bytes that arrived at `now` is due at the receiver: it leaves the
+/// token bucket (rate `shape.rate_bytes_per_s`, depth [`Shape::burst_bytes`]) once the
+/// bytes before it and itself fit in the bucket, then crosses the delay line. Updates the
+/// bucket's clock `tat`.
+fn due(shape: &Shape, tat: &mut Option<Instant>, now: Instant, len: usize) -> Instant {
+    let tau = Duration::from_secs_f64(shape.burst_bytes() as f64 / shape.rate_bytes_per_s);
+    let start = match *tat {
+        Some(t) if t > now => t,
+        _ => now,
+    };
+    let next = start + Duration::from_secs_f64(len as f64 / shape.rate_bytes_per_s);
+    *tat = Some(next);
+    let leaves = next.checked_sub(tau).map_or(now, |t| t.max(now));
+    leaves + shape.one_way
+}
+
+/// Reads `src` into the delay line until it ends, the receiver is gone, or the link stops;
+/// never holds more than the direction's capacity.
+fn read_side(mut src: TcpStream, q: &Direction, shared: &Shared) {
+    let cap = q.shape.capacity();
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        // Wait for room (bounded: the writer frees it, or the link stops).
+        let room = {
+            let mut st = lock(&q.state);
+            loop {
+                if st.closed || shared.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                if st.bytes < cap {
+                    break (cap - st.bytes).min(CHUNK);
+                }
+                st = q
+                    .changed
+                    .wait_timeout(st, POLL)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+        };
+        let got = match src.read(&mut buf[..room]) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => 0, // reset: the sender is gone, as after a close
+        };
+        let now = Instant::now();
+        let mut st = lock(&q.state);
+        if got == 0 {
+            st.end = true;
+            q.changed.notify_all();
+            return;
+        }
+        let at = due(&q.shape, &mut st.tat, now, got);
+        st.chunks.push_back((at, buf[..got].to_vec()));
+        st.bytes += got;
+        q.changed.notify_all();
+    }
+}
+
+/// Writes the delay line's chunks to `dst`, each when it is due; delivers the end of the
+/// stream as a shutdown of `dst`'s writing half. When `dst` fails, closes both ends of this
+/// direction, which ends the other direction too.
+fn write_side(src: TcpStream, mut dst: TcpStream, q: &Direction, shared: &Shared, up: bool) {
+    let counter = if up { &shared.up } else { &shared.down };
+    loop {
+        let next = {
+            let mut st = lock(&q.state);
+            loop {
+                if shared.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                match st.chunks.front() {
+                    Some(&(at, _)) => {
+                        let now = Instant::now();
+                        if at <= now {
+                            break st.chunks.pop_front();
+                        }
+                        let wait = (at - now).min(POLL);
+                        st = q
+                            .changed
+                            .wait_timeout(st, wait)
+                            .map(|(g, _)| g)
+                            .unwrap_or_else(|e| e.into_inner().0);
+                    }
+                    None if st.end => break None,
+                    None => {
+                        st = q
+                            .changed
+                            .wait_timeout(st, POLL)
+                            .map(|(g, _)| g)
+                            .unwrap_or_else(|e| e.into_inner().0);
+                    }
+                }
+            }
+        };
+        let Some((_, chunk)) = next else {
+            // The sender closed: so does its peer's view of it.
+            let _ = dst.shutdown(Shutdown::Write);
+            return;
+        };
+        if write_all(&mut dst, &chunk, &shared.stop).is_err() {
+            let mut st = lock(&q.state);
+            st.closed = true;
+            q.changed.notify_all();
+            drop(st);
+            let _ = dst.shutdown(Shutdown::Both);
+            let _ = src.shutdown(Shutdown::Both);
+            return;
+        }
+        counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        let mut st = lock(&q.state);
+        st.bytes -= chunk.len();
+        q.changed.notify_all();
+    }
+}
+
+/// Writes all of `buf`, waiting as long as the receiver reads, until the link stops.
+fn write_all(dst: &mut TcpStream, mut buf: &[u8], stop: &AtomicBool) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        if stop.load(Ordering::SeqCst) {
+            return Err(ErrorKind::Interrupted.into());
+        }
+        match dst.write(buf) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(s: &str) -> Profile {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn presets_parse_to_their_rates_and_delays() {
+        assert_eq!(profile("loopback"), Profile::loopback());
+        assert!(profile("loopback").is_loopback());
+        let lan = profile("lan");
+        assert_eq!(lan.rate_bits_per_s, Some(1_000_000_000));
+        assert_eq!(lan.rtt, Duration::from_millis(1));
+        let wan = profile("wan");
+        assert_eq!(
+            (wan.rate_bits_per_s, wan.rtt),
+            (Some(200_000_000), Duration::from_millis(20))
+        );
+        let g = profile("lan10g");
+        assert_eq!(
+            (g.rate_bits_per_s, g.rtt),
+            (Some(10_000_000_000), Duration::from_micros(200))
+        );
+        let ic = profile("intercontinental");
+        assert_eq!(
+            (ic.rate_bits_per_s, ic.rtt),
+            (Some(100_000_000), Duration::from_millis(100))
+        );
+        for n in NAMES {
+            assert_eq!(profile(n).name, n);
+        }
+    }
+
+    #[test]
+    fn custom_profiles_parse_with_units() {
+        let p = profile("rate=50mbit,rtt=30ms");
+        assert_eq!(p.name, CUSTOM);
+        assert_eq!(p.rate_bits_per_s, Some(50_000_000));
+        assert_eq!(p.rtt, Duration::from_millis(30));
+        let p = profile("rtt=250us, rate=2.5Gbit/s");
+        assert_eq!(p.rate_bits_per_s, Some(2_500_000_000));
+        assert_eq!(p.rtt, Duration::from_micros(250));
+        let p = profile("rate=800kbps,rtt=1s");
+        assert_eq!(p.rate_bits_per_s, Some(800_000));
+        assert_eq!(p.rtt, Duration::from_secs(1));
+        assert_eq!(profile("rate=1gbit,rtt=0ms").rtt, Duration::ZERO);
+        // Every profile's spec parses back to it.
+        for s in [
+            "rate=50mbit,rtt=30ms",
+            "rate=2.5gbit,rtt=250us",
+            "wan",
+            "loopback",
+        ] {
+            let p = profile(s);
+            assert_eq!(profile(&p.spec()), p, "{s}");
+        }
+    }
+
+    /// Each bad value is an error that names the bad part.
+    #[test]
+    fn bad_profiles_name_the_bad_part() {
+        let err = |s: &str| s.parse::<Profile>().unwrap_err();
+        assert!(matches!(err("lan2"), ProfileError::UnknownName(n) if n == "lan2"));
+        assert!(err("lan2").to_string().contains("intercontinental"));
+        let bad = |s: &str, part: &str, why: &str| match err(s) {
+            ProfileError::BadPart { part: p, why: w } => {
+                assert_eq!(p, part, "{s}");
+                assert!(w.contains(why), "{s}: {w}");
+            }
+            other => panic!("{s}: {other:?}"),
+        };
+        bad("rate=100,rtt=1ms", "rate=100", "unit");
+        bad(
+            "rate=100furlongs,rtt=1ms",
+            "rate=100furlongs",
+            "unknown rate unit",
+        );
+        bad("rate=x1mbit,rtt=1ms", "rate=x1mbit", "unit");
+        bad("rate=1.2.3mbit,rtt=1ms", "rate=1.2.3mbit", "not a number");
+        bad("rate=0mbit,rtt=1ms", "rate=0mbit", "between");
+        bad("rate=5tbit,rtt=1ms", "rate=5tbit", "unknown rate unit");
+        bad("rate=1mbit,rtt=20", "rtt=20", "unit");
+        bad("rate=1mbit,rtt=-2ms", "rtt=-2ms", "between");
+        bad("rate=1mbit,rtt=11s", "rtt=11s", "between");
+        bad("rate=1mbit,rtt=abcms", "rtt=abcms", "not a number");
+        bad("rate=1mbit,rtt=1ms,loss=1", "loss=1", "unknown key");
+        bad("rate=1mbit,rate=2mbit,rtt=1ms", "rate=2mbit", "twice");
+        bad("rate=1mbit,rtt=1ms,x", "x", "key=value");
+        assert!(matches!(
+            err("rate=1mbit"),
+            ProfileError::Missing { missing: "rtt", .. }
+        ));
+        assert!(matches!(
+            err("rtt=1ms"),
+            ProfileError::Missing {
+                missing: "rate",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn predictions_add_round_trips_bytes_and_compute() {
+        let wan = profile("wan");
+        // 2 round trips of 20 ms, 2.5 MB at 25 MB/s, 5 ms of compute.
+        let p = wan.predict(2, 2_500_000, Duration::from_millis(5));
+        assert!((p.as_secs_f64() - 0.145).abs() < 1e-9, "{p:?}");
+        assert_eq!(
+            Profile::loopback().predict(3, 1 << 30, Duration::from_millis(1)),
+            Duration::from_millis(1)
+        );
+    }
+
+    #[test]
+    fn the_bucket_paces_and_the_line_delays() {
+        let shape = Shape {
+            rate_bytes_per_s: 1e6,
+            one_way: Duration::from_millis(10),
+        };
+        let t0 = Instant::now();
+        let mut tat = None;
+        // The first chunk finds the bucket full: due one delay after it arrived.
+        assert_eq!(due(&shape, &mut tat, t0, 1000), t0 + shape.one_way);
+        // A long burst: the last of 1.001 MB (with the first chunk) leaves 1.001 s, less the
+        // bucket, after the start.
+        let mut last = t0;
+        for _ in 0..1000 {
+            last = due(&shape, &mut tat, t0, 1000);
+        }
+        let took = (last - t0).as_secs_f64();
+        let burst = shape.burst_bytes() as f64 / 1e6;
+        assert!((took - (1.001 - burst + 0.01)).abs() < 1e-3, "{took}");
+        // The capacity holds the bytes in flight plus the buffer.
+        assert_eq!(
+            shape.capacity(),
+            10_000 + shape.burst_bytes() + BUFFER_BYTES
+        );
+    }
+
+    /// A server at `addr` that runs `f` on its one connection.
+    fn server<T: Send + 'static>(
+        f: impl FnOnce(TcpStream) -> T + Send + 'static,
+    ) -> (SocketAddr, JoinHandle<T>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let h = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            f(s)
+        });
+        (addr, h)
+    }
+
+    fn pattern(n: usize, seed: u8) -> Vec<u8> {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(seed).wrapping_add((i >> 9) as u8))
+            .collect()
+    }
+
+    fn shaped(rate_bits: u64, rtt_ms: u64) -> Profile {
+        Profile {
+            name: CUSTOM.into(),
+            rate_bits_per_s: Some(rate_bits),
+            rtt: Duration::from_millis(rtt_ms),
+        }
+    }
+
+    /// Both directions at once, each more than the link holds: every byte arrives
+    /// unchanged and in order.
+    #[test]
+    fn bytes_cross_unchanged_both_ways_at_once() {
+        const N: usize = 1_500_000;
+        let (addr, srv) = server(|mut s| {
+            let mut w = s.try_clone().unwrap();
+            let sender = std::thread::spawn(move || {
+                w.write_all(&pattern(N, 7)).unwrap();
+                w.shutdown(Shutdown::Write).unwrap();
+            });
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            sender.join().unwrap();
+            got
+        });
+        let link = shaped(400_000_000, 2).start(addr).unwrap().unwrap();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut w = c.try_clone().unwrap();
+        let sender = std::thread::spawn(move || {
+            w.write_all(&pattern(N, 13)).unwrap();
+            w.shutdown(Shutdown::Write).unwrap();
+        });
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).unwrap();
+        sender.join().unwrap();
+        assert!(got == pattern(N, 7), "server to client changed");
+        assert!(
+            srv.join().unwrap() == pattern(N, 13),
+            "client to server changed"
+        );
+        assert_eq!(link.bytes_delivered(), (N as u64, N as u64));
+    }
+
+    /// 1.2 MB at 32 Mbit/s (4 MB/s) take about 0.3 s: at least most of it, where loopback
+    /// alone takes a millisecond.
+    #[test]
+    fn a_transfer_takes_its_bytes_over_the_rate() {
+        const N: usize = 1_200_000;
+        let (addr, srv) = server(|mut s| {
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            got.len()
+        });
+        let p = shaped(32_000_000, 0);
+        let link = p.start(addr).unwrap().unwrap();
+        let start = Instant::now();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.write_all(&pattern(N, 3)).unwrap();
+        c.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(srv.join().unwrap(), N);
+        let took = start.elapsed().as_secs_f64();
+        let rate = p.rate_bytes_per_s().unwrap();
+        let floor = (N - link.shape().burst_bytes()) as f64 / rate;
+        assert!(
+            took >= 0.9 * floor,
+            "{took} s for {N} bytes, floor {floor} s"
+        );
+    }
+
+    /// A one-byte message and its answer take at least the round-trip time.
+    #[test]
+    fn a_round_trip_takes_at_least_the_rtt() {
+        let (addr, srv) = server(|mut s| {
+            for _ in 0..3 {
+                let mut b = [0u8; 1];
+                s.read_exact(&mut b).unwrap();
+                s.write_all(&[b[0] ^ 0xff]).unwrap();
+            }
+        });
+        let p = shaped(100_000_000, 40);
+        let link = p.start(addr).unwrap().unwrap();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        for i in 0..3u8 {
+            let start = Instant::now();
+            c.write_all(&[i]).unwrap();
+            let mut b = [0u8; 1];
+            c.read_exact(&mut b).unwrap();
+            let took = start.elapsed();
+            assert_eq!(b[0], i ^ 0xff);
+            assert!(took >= p.rtt, "round trip {i}: {took:?}");
+        }
+        srv.join().unwrap();
+    }
+
+    /// Either end closing ends the other's view of the connection.
+    #[test]
+    fn either_side_closing_ends_the_other() {
+        // The client closes: the server reads the end.
+        let (addr, srv) = server(|mut s| {
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).map(|_| got)
+        });
+        let link = shaped(100_000_000, 10).start(addr).unwrap().unwrap();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.write_all(b"bye").unwrap();
+        drop(c);
+        assert_eq!(srv.join().unwrap().unwrap(), b"bye");
+        drop(link);
+
+        // The server closes: the client reads the end (or a reset), within the timeout.
+        let (addr, srv) = server(|mut s| {
+            s.write_all(b"done").unwrap();
+        });
+        let link = shaped(100_000_000, 10).start(addr).unwrap().unwrap();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        srv.join().unwrap();
+        let mut got = Vec::new();
+        let r = c.read_to_end(&mut got);
+        assert!(
+            r.is_ok()
+                || r.as_ref()
+                    .is_err_and(|e| e.kind() == ErrorKind::ConnectionReset),
+            "{r:?}"
+        );
+        assert_eq!(got, b"done");
+    }
+
+    /// Dropping a link with an idle connection returns promptly and closes it.
+    #[test]
+    fn dropping_the_link_closes_its_connections() {
+        let (addr, srv) = server(|mut s| {
+            let mut b = [0u8; 1];
+            s.read(&mut b)
+        });
+        let link = shaped(100_000_000, 10).start(addr).unwrap().unwrap();
+        let c = TcpStream::connect(link.addr()).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let start = Instant::now();
+        drop(link);
+        assert!(start.elapsed() < Duration::from_secs(3));
+        let r = srv.join().unwrap();
+        assert!(matches!(r, Ok(0)) || r.is_err(), "{r:?}");
+        drop(c);
+    }
+
+    /// The link measured on its own: round trips of at least the RTT, and a rate that the
+    /// bucket holds down (loopback alone would be a hundred times faster).
+    #[test]
+    fn the_link_measures_its_own_rate_and_delay() {
+        let p = shaped(80_000_000, 20);
+        let m = measure(&p, 1_000_000, 3, Duration::from_secs(10))
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.bytes, 1_000_000);
+        assert!(m.rtt_min >= p.rtt, "{m:?}");
+        // 10 MB/s, less what the bucket's depth lets through at once.
+        let ceiling = 10e6 * 1e6 / (1e6 - Shape::burst_bytes_of(10e6) as f64);
+        assert!(m.rate_bytes_per_s <= 1.1 * ceiling, "{m:?}");
+        assert!(
+            measure(&Profile::loopback(), 10, 1, Duration::from_secs(1))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn loopback_has_no_link() {
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert!(Profile::loopback().start(addr).unwrap().is_none());
+        assert_eq!(Profile::loopback().emulator(), "none");
+        assert_eq!(profile("wan").emulator(), "userspace");
+    }
+}
