@@ -262,17 +262,16 @@ impl Profile {
     }
 
     /// The parameters every record made over this profile carries: `net` (the name),
-    /// `rate_bits_per_s` (0 for loopback: not shaped), `rtt_ms` and `link_emulator`.
+    /// `link_emulator`, and for a shaped link its `rate_bits_per_s` and `rtt_ms` (loopback
+    /// has neither: it is not shaped, and a 0 would read as a measured rate).
     pub fn params(&self) -> Vec<(&'static str, ParamValue)> {
-        vec![
-            ("net", ParamValue::Str(self.name.clone())),
-            (
-                "rate_bits_per_s",
-                ParamValue::Int(self.rate_bits_per_s.unwrap_or(0)),
-            ),
-            ("rtt_ms", ParamValue::Float(self.rtt.as_secs_f64() * 1e3)),
-            ("link_emulator", ParamValue::Str(self.emulator().to_owned())),
-        ]
+        let mut p = vec![("net", ParamValue::Str(self.name.clone()))];
+        if let Some(rate) = self.rate_bits_per_s {
+            p.push(("rate_bits_per_s", ParamValue::Int(rate)));
+            p.push(("rtt_ms", ParamValue::Float(self.rtt.as_secs_f64() * 1e3)));
+        }
+        p.push(("link_emulator", ParamValue::Str(self.emulator().to_owned())));
+        p
     }
 
     /// The predicted time of a stage over this link: `round_trips × RTT + bytes ÷ rate +

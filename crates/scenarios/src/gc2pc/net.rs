@@ -30,8 +30,8 @@ pub fn net_profile(ctx: &Context<'_>) -> Result<Profile, ScenarioError> {
     }
 }
 
-/// The record parameters of a profile: `net`, `rate_bits_per_s`, `rtt_ms`,
-/// `link_emulator` ([`Profile::params`]).
+/// The record parameters of a profile: `net`, `link_emulator`, and for a shaped link
+/// `rate_bits_per_s` and `rtt_ms` ([`Profile::params`]).
 pub fn net_params(p: &Profile) -> Params {
     p.params()
         .into_iter()
@@ -231,5 +231,7 @@ mod tests {
         assert_eq!(p.get("link_emulator"), Some(&Value::from("userspace")));
         let l = net_params(&Profile::loopback());
         assert_eq!(l.get("link_emulator"), Some(&Value::from("none")));
+        // Loopback is not shaped: no rate or delay written as if measured.
+        assert_eq!((l.get("rate_bits_per_s"), l.get("rtt_ms")), (None, None));
     }
 }
