@@ -529,12 +529,10 @@ fn expand_step(k: __m128i, rcon: i32) -> __m128i {
         _mm_shuffle_epi8(k, _mm_set1_epi32(ROT_WORD)),
         _mm_set1_epi32(rcon),
     );
-    let mut t = _mm_slli_si128::<4>(k);
-    let mut k = _mm_xor_si128(k, t);
-    t = _mm_slli_si128::<4>(t);
-    k = _mm_xor_si128(k, t);
-    t = _mm_slli_si128::<4>(t);
-    k = _mm_xor_si128(k, t);
+    // The running XOR of the four words in two shift-and-XOR steps (by one word, then by
+    // two) rather than three: the key schedules of MITCCRH are vector-ALU bound.
+    let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
+    let k = _mm_xor_si128(k, _mm_slli_si128::<8>(k));
     _mm_xor_si128(k, aux)
 }
 
@@ -546,12 +544,8 @@ fn expand_step2(k: __m256i, rcon: i32) -> __m256i {
         _mm256_shuffle_epi8(k, _mm256_set1_epi32(ROT_WORD)),
         _mm256_set1_epi32(rcon),
     );
-    let mut t = _mm256_bslli_epi128::<4>(k);
-    let mut k = _mm256_xor_si256(k, t);
-    t = _mm256_bslli_epi128::<4>(t);
-    k = _mm256_xor_si256(k, t);
-    t = _mm256_bslli_epi128::<4>(t);
-    k = _mm256_xor_si256(k, t);
+    let k = _mm256_xor_si256(k, _mm256_bslli_epi128::<4>(k));
+    let k = _mm256_xor_si256(k, _mm256_bslli_epi128::<8>(k));
     _mm256_xor_si256(k, aux)
 }
 
