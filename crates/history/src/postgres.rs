@@ -122,6 +122,30 @@ pub struct Postgres {
 }
 
 impl Postgres {
+    /// The records a query of `(seq, line)` rows returns, parsed; `run` names them in errors.
+    fn lines(
+        &self,
+        run: i64,
+        sql: &str,
+        args: &[&(dyn pg::types::ToSql + Sync)],
+    ) -> Result<Vec<Record>, HistoryError> {
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(sql, args)
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let seq: i64 = row.try_get(0).map_err(|e| self.err(e))?;
+            let line: &str = row.try_get(1).map_err(|e| self.err(e))?;
+            out.push(
+                measure::jsonl::parse_line(line)
+                    .map_err(|m| self.err(format!("run {run}, record {seq}: {m}")))?,
+            );
+        }
+        Ok(out)
+    }
+
     /// Connects to the server `url` names (`postgres://user[:password]@host[:port]/database`,
     /// libpq's URL form) without TLS, and migrates an older schema up. A database of a newer
     /// schema is refused. Messages name the server without the password.
@@ -370,24 +394,26 @@ impl Store for Postgres {
     }
 
     fn records(&self, run: i64) -> Result<Vec<Record>, HistoryError> {
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT seq, line FROM records WHERE run = $1 ORDER BY seq",
-                &[&run],
-            )
-            .map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let seq: i64 = row.try_get(0).map_err(|e| self.err(e))?;
-            let line: &str = row.try_get(1).map_err(|e| self.err(e))?;
-            out.push(
-                measure::jsonl::parse_line(line)
-                    .map_err(|m| self.err(format!("run {run}, record {seq}: {m}")))?,
-            );
-        }
-        Ok(out)
+        self.lines(
+            run,
+            "SELECT seq, line FROM records WHERE run = $1 ORDER BY seq",
+            &[&run],
+        )
+    }
+
+    fn measurements(
+        &self,
+        run: i64,
+        scenario: &str,
+        name: &str,
+    ) -> Result<Vec<Record>, HistoryError> {
+        self.lines(
+            run,
+            "SELECT seq, line FROM records
+             WHERE run = $1 AND scenario = $2 AND kind = 'measurement' AND name = $3
+             ORDER BY seq",
+            &[&run, &scenario, &name],
+        )
     }
 
     fn tag(&mut self, run: i64, name: &str) -> Result<(), HistoryError> {

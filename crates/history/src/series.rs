@@ -125,7 +125,7 @@ pub fn series(
     runs.reverse();
     let mut points = Vec::new();
     for run in runs {
-        let records = store.records(run.id)?;
+        let records = store.measurements(run.id, &key.scenario, &key.name)?;
         let found: Vec<&Record> = records.iter().filter(|r| key.matches(r)).collect();
         match found[..] {
             [] => {}

@@ -68,6 +68,30 @@ pub struct Sqlite {
 }
 
 impl Sqlite {
+    /// The records a query of `(seq, line)` rows returns, parsed; `run` names them in errors.
+    fn lines(
+        &self,
+        run: i64,
+        sql: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<Record>, HistoryError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(args, |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, line) = row.map_err(|e| self.err(e))?;
+            out.push(
+                measure::jsonl::parse_line(&line)
+                    .map_err(|m| self.err(format!("run {run}, record {seq}: {m}")))?,
+            );
+        }
+        Ok(out)
+    }
+
     /// The default file: `ccbench/history.sqlite` under `$XDG_DATA_HOME` (else
     /// `~/.local/share`), beside the platform key.
     pub fn default_path() -> Option<PathBuf> {
@@ -303,24 +327,26 @@ impl Store for Sqlite {
     }
 
     fn records(&self, run: i64) -> Result<Vec<Record>, HistoryError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT seq, line FROM records WHERE run = ?1 ORDER BY seq")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![run], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-            })
-            .map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, line) = row.map_err(|e| self.err(e))?;
-            out.push(
-                measure::jsonl::parse_line(&line)
-                    .map_err(|m| self.err(format!("run {run}, record {seq}: {m}")))?,
-            );
-        }
-        Ok(out)
+        self.lines(
+            run,
+            "SELECT seq, line FROM records WHERE run = ?1 ORDER BY seq",
+            params![run],
+        )
+    }
+
+    fn measurements(
+        &self,
+        run: i64,
+        scenario: &str,
+        name: &str,
+    ) -> Result<Vec<Record>, HistoryError> {
+        self.lines(
+            run,
+            "SELECT seq, line FROM records
+             WHERE run = ?1 AND scenario = ?2 AND kind = 'measurement' AND name = ?3
+             ORDER BY seq",
+            params![run, scenario, name],
+        )
     }
 
     fn tag(&mut self, run: i64, name: &str) -> Result<(), HistoryError> {

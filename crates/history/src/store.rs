@@ -137,6 +137,15 @@ pub trait Store {
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, HistoryError>;
     /// One run's records, in their order.
     fn records(&self, run: i64) -> Result<Vec<Record>, HistoryError>;
+    /// One run's measurement records of `scenario` named `name`, in their order: what a
+    /// series needs of a run, read through the database's index on names rather than by
+    /// parsing every record.
+    fn measurements(
+        &self,
+        run: i64,
+        scenario: &str,
+        name: &str,
+    ) -> Result<Vec<Record>, HistoryError>;
     /// Names a run (a baseline); a tag names one run, and moves when given again.
     fn tag(&mut self, run: i64, name: &str) -> Result<(), HistoryError>;
     /// The run a tag names.

@@ -242,6 +242,25 @@ pub(crate) fn check_series(s: &mut dyn Store) {
         .to_string();
     assert!(e.contains("@native") && e.contains("@sandbox"), "{e}");
     assert!(Key::parse("no-slash", &[]).is_err());
+    // A run's measurements by name: exactly its measurement records of that scenario and
+    // name, in order; a check of a name is not a measurement.
+    let id = s.runs(&RunFilter::default()).unwrap()[0].id;
+    let want: Vec<Record> = s
+        .records(id)
+        .unwrap()
+        .into_iter()
+        .filter(|r| {
+            r.scenario == "sealing" && matches!(&r.body, Body::Measurement(m) if m.name == "seal")
+        })
+        .collect();
+    assert_eq!(want.len(), 2);
+    assert_eq!(s.measurements(id, "sealing", "seal").unwrap(), want);
+    assert!(
+        s.measurements(id, "sealing", "round-trip")
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.measurements(id, "other", "seal").unwrap().is_empty());
     // Every measurement at once: the two backends apart, each with the step, and each key's
     // text parses back to a key that selects the same series.
     let all = every_series(&*s, &RunFilter::default(), &Default::default()).unwrap();
