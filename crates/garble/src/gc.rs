@@ -556,7 +556,8 @@ mod tests {
     use crate::library;
 
     /// A random circuit with every gate kind (EQ and EQW too, which the
-    /// builder folds away), wire by wire; the outputs are EQW copies.
+    /// builder folds away), wire by wire; the outputs are EQW copies (the first an EQ
+    /// constant when there are no inputs and no gates).
     fn all_kinds_circuit(seed: u64, gi: u32, ei: u32, n: u32, nout: u32) -> Circuit {
         let mut s = seed | 1;
         let mut next = move |m: u32| {
@@ -583,12 +584,31 @@ mod tests {
             w += 1;
         }
         for _ in 0..nout {
-            gates.push(Gate::Eqw { a: next(w), out: w });
+            // A copy of an earlier wire; with no wire at all yet (no inputs, no gates), a
+            // constant (`next(0)` would divide by zero).
+            gates.push(if w == 0 {
+                Gate::Eq {
+                    value: next(2) == 1,
+                    out: w,
+                }
+            } else {
+                Gate::Eqw { a: next(w), out: w }
+            });
             w += 1;
         }
         let mut c = Circuit::new(w, vec![gi, ei], vec![nout], gates).unwrap();
         c.set_garbler_values(1).unwrap();
         c
+    }
+
+    /// The fixture's corner the property test once hit: no inputs and no gates, so every
+    /// output is a constant (it divided by zero here before).
+    #[test]
+    fn a_circuit_of_constants_only_is_a_valid_fixture() {
+        let c = all_kinds_circuit(7, 0, 0, 0, 3);
+        assert_eq!(c.output_bits(), 3);
+        assert_eq!(c.eval(&[], &[]).unwrap().len(), 3);
+        let _ = Program::compile(&c);
     }
 
     proptest::proptest! {
