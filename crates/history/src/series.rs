@@ -102,6 +102,18 @@ pub struct Point {
     pub ci_ns: (f64, f64),
 }
 
+impl Point {
+    /// Run `run`'s figure from its measurement `m`; `None` when the median is not finite
+    /// (only a hand-made file has one), which the change-point test cannot take.
+    fn of(run: RunInfo, m: &Measurement) -> Option<Point> {
+        m.summary.median_ns.is_finite().then_some(Point {
+            run,
+            median_ns: m.summary.median_ns,
+            ci_ns: (m.summary.median_ci_low_ns, m.summary.median_ci_high_ns),
+        })
+    }
+}
+
 /// A measurement over runs, oldest first, with the change points of its medians.
 #[derive(Debug, Clone)]
 pub struct Series {
@@ -113,6 +125,25 @@ pub struct Series {
     pub changes: Vec<ChangePoint>,
 }
 
+impl Series {
+    /// The series of `key` over `points`, with the change points of their medians.
+    fn new(key: Key, points: Vec<Point>, cfg: &changepoint::Config) -> Series {
+        let medians: Vec<f64> = points.iter().map(|p| p.median_ns).collect();
+        Series {
+            key,
+            changes: changepoint::detect(&medians, cfg),
+            points,
+        }
+    }
+}
+
+/// The runs `filter` selects, oldest first.
+fn oldest_first(store: &dyn Store, filter: &RunFilter) -> Result<Vec<RunInfo>, HistoryError> {
+    let mut runs = store.runs(filter)?;
+    runs.reverse();
+    Ok(runs)
+}
+
 /// The series of `key` over the runs `filter` selects. A run in which several records match
 /// (the key is ambiguous) is an error naming their parameters.
 pub fn series(
@@ -121,21 +152,15 @@ pub fn series(
     filter: &RunFilter,
     cfg: &changepoint::Config,
 ) -> Result<Series, HistoryError> {
-    let mut runs = store.runs(filter)?;
-    runs.reverse();
     let mut points = Vec::new();
-    for run in runs {
+    for run in oldest_first(store, filter)? {
         let records = store.measurements(run.id, &key.scenario, &key.name)?;
         let found: Vec<&Record> = records.iter().filter(|r| key.matches(r)).collect();
         match found[..] {
             [] => {}
             [r] => {
                 if let Body::Measurement(m) = &r.body {
-                    points.push(Point {
-                        run,
-                        median_ns: m.summary.median_ns,
-                        ci_ns: (m.summary.median_ci_low_ns, m.summary.median_ci_high_ns),
-                    });
+                    points.extend(Point::of(run, m));
                 }
             }
             _ => {
@@ -161,13 +186,7 @@ pub fn series(
             }
         }
     }
-    let medians: Vec<f64> = points.iter().map(|p| p.median_ns).collect();
-    let changes = changepoint::detect(&medians, cfg);
-    Ok(Series {
-        key: key.clone(),
-        points,
-        changes,
-    })
+    Ok(Series::new(key.clone(), points, cfg))
 }
 
 /// Every measurement of the runs `filter` selects, each as its series over the runs that
@@ -179,43 +198,32 @@ pub fn every_series(
     filter: &RunFilter,
     cfg: &changepoint::Config,
 ) -> Result<Vec<Series>, HistoryError> {
-    let mut runs = store.runs(filter)?;
-    runs.reverse();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut out: Vec<Series> = Vec::new();
-    for run in runs {
+    let mut found: Vec<(Key, Vec<Point>)> = Vec::new();
+    for run in oldest_first(store, filter)? {
         let records = store.records(run.id)?;
         let mut seen = HashSet::new();
         for r in &records {
             let Body::Measurement(m) = &r.body else {
                 continue;
             };
-            if !m.summary.median_ns.is_finite() {
+            let Some(point) = Point::of(run.clone(), m) else {
                 continue;
-            }
+            };
             let key = Key::exact(r, m);
             let name = key.to_string();
             if !seen.insert(name.clone()) {
                 continue;
             }
             let i = *index.entry(name).or_insert_with(|| {
-                out.push(Series {
-                    key,
-                    points: Vec::new(),
-                    changes: Vec::new(),
-                });
-                out.len() - 1
+                found.push((key, Vec::new()));
+                found.len() - 1
             });
-            out[i].points.push(Point {
-                run: run.clone(),
-                median_ns: m.summary.median_ns,
-                ci_ns: (m.summary.median_ci_low_ns, m.summary.median_ci_high_ns),
-            });
+            found[i].1.push(point);
         }
     }
-    for s in &mut out {
-        let medians: Vec<f64> = s.points.iter().map(|p| p.median_ns).collect();
-        s.changes = changepoint::detect(&medians, cfg);
-    }
-    Ok(out)
+    Ok(found
+        .into_iter()
+        .map(|(key, points)| Series::new(key, points, cfg))
+        .collect())
 }
