@@ -247,13 +247,7 @@ fn write_doc(
         mkdir(&csv_dir)?;
         let mut used = HashSet::new();
         for (stem, text) in csv {
-            let base = doc::slug(stem);
-            let mut name = base.clone();
-            let mut i = 2;
-            while !used.insert(name.clone()) {
-                name = format!("{base}-{i}");
-                i += 1;
-            }
+            let name = doc::unique_slug(&mut used, stem);
             let path = csv_dir.join(format!("{name}.csv"));
             write_atomic(&path, text.as_bytes())?;
             written.csv.push(path);

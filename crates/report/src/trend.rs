@@ -138,15 +138,8 @@ fn history_doc(trends: &[Trend], page: &HistoryPage) -> Doc {
 
     let mut names = std::collections::HashSet::new();
     let mut plot = |d: &mut Doc, t: &Trend| {
-        let base = doc::slug(&t.measurement);
-        let mut name = base.clone();
-        let mut i = 2;
-        while !names.insert(name.clone()) {
-            name = format!("{base}-{i}");
-            i += 1;
-        }
         d.plots.push(Plot {
-            name,
+            name: doc::unique_slug(&mut names, &t.measurement),
             chart: t.chart(),
         });
         Block::Plot(d.plots.len() - 1)

@@ -117,6 +117,18 @@ pub(crate) fn slug(s: &str) -> String {
     }
     out
 }
+/// [`slug`] of `stem`, made unique among `used` by a `-2`, `-3`, ... suffix, and added to
+/// it: the file stem of a plot or a CSV file.
+pub(crate) fn unique_slug(used: &mut HashSet<String>, stem: &str) -> String {
+    let base = slug(stem);
+    let mut name = base.clone();
+    let mut i = 2;
+    while !used.insert(name.clone()) {
+        name = format!("{base}-{i}");
+        i += 1;
+    }
+    name
+}
 /// `980 ns–1.02 µs`, or `1.20–1.25 µs` when both ends share a unit.
 fn ci_text(lo: f64, hi: f64) -> String {
     let (a, b) = (units::duration_ns(lo), units::duration_ns(hi));
@@ -161,13 +173,7 @@ struct Builder<'o> {
 impl Builder<'_> {
     /// Adds a plot under a unique name and returns the block that shows it.
     fn plot(&mut self, stem: &str, chart: Chart) -> Block {
-        let base = slug(stem);
-        let mut name = base.clone();
-        let mut i = 2;
-        while !self.names.insert(name.clone()) {
-            name = format!("{base}-{i}");
-            i += 1;
-        }
+        let name = unique_slug(&mut self.names, stem);
         self.plots.push(Plot { name, chart });
         Block::Plot(self.plots.len() - 1)
     }
