@@ -56,7 +56,15 @@ impl Trend {
         let mut levels: Vec<f64> = self.steps.iter().map(|s| s.before_ns).collect();
         levels.push(match self.steps.last() {
             Some(s) => s.after_ns,
-            None => median(self.points.iter().map(|p| p.median_ns).collect()),
+            None => {
+                let finite: Vec<f64> = self
+                    .points
+                    .iter()
+                    .map(|p| p.median_ns)
+                    .filter(|m| m.is_finite())
+                    .collect();
+                measure::stats::median(&finite).unwrap_or(f64::NAN)
+            }
         });
         Chart::Trend(TrendChart {
             title: self.measurement.clone(),
@@ -223,20 +231,6 @@ fn history_doc(trends: &[Trend], page: &HistoryPage) -> Doc {
         }
     }
     d
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 #[cfg(test)]
