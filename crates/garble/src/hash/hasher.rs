@@ -16,8 +16,8 @@ pub struct Hasher {
     aes: Aes128,
     /// MITCCRH's session seed; `None` for the fixed-key hash.
     seed: Option<Block>,
-    /// AVX-512F and AVX-512VL were detected beside VAES: the MITCCRH kernels keep twice
-    /// the gates in flight in their 32 vector registers.
+    /// AVX-512F and AVX-512VL were detected beside VAES: the fused kernels run their
+    /// AVX-512VL instances (32 vector registers; MITCCRH keeps twice the gates in flight).
     avx512: bool,
 }
 
@@ -157,11 +157,14 @@ impl Hasher {
         // AVX-512VL were detected too.
         unsafe {
             match self.seed {
-                None => ni::garble_ands(rk, delta, a0, b0, gate, tables, out),
-                Some(s) if self.avx512 => {
-                    ni::mi_avx512::garble_ands(s, delta, a0, b0, gate, tables, out)
+                None if self.avx512 => {
+                    ni::avx512::garble_ands(rk, delta, a0, b0, gate, tables, out)
                 }
-                Some(s) => ni::mi_avx2::garble_ands(s, delta, a0, b0, gate, tables, out),
+                None => ni::avx2::garble_ands(rk, delta, a0, b0, gate, tables, out),
+                Some(s) if self.avx512 => {
+                    ni::avx512::garble_ands_mi(s, delta, a0, b0, gate, tables, out)
+                }
+                Some(s) => ni::avx2::garble_ands_mi(s, delta, a0, b0, gate, tables, out),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -190,9 +193,10 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
-                None => ni::eval_ands(rk, wa, wb, gate, tables, out),
-                Some(s) if self.avx512 => ni::mi_avx512::eval_ands(s, wa, wb, gate, tables, out),
-                Some(s) => ni::mi_avx2::eval_ands(s, wa, wb, gate, tables, out),
+                None if self.avx512 => ni::avx512::eval_ands(rk, wa, wb, gate, tables, out),
+                None => ni::avx2::eval_ands(rk, wa, wb, gate, tables, out),
+                Some(s) if self.avx512 => ni::avx512::eval_ands_mi(s, wa, wb, gate, tables, out),
+                Some(s) => ni::avx2::eval_ands_mi(s, wa, wb, gate, tables, out),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -225,11 +229,12 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
-                None => ni::garble_run(rk, delta, labels, run, gate, tables),
+                None if self.avx512 => ni::avx512::garble_run(rk, delta, labels, run, gate, tables),
+                None => ni::avx2::garble_run(rk, delta, labels, run, gate, tables),
                 Some(s) if self.avx512 => {
-                    ni::mi_avx512::garble_run(s, delta, labels, run, gate, tables)
+                    ni::avx512::garble_run_mi(s, delta, labels, run, gate, tables)
                 }
-                Some(s) => ni::mi_avx2::garble_run(s, delta, labels, run, gate, tables),
+                Some(s) => ni::avx2::garble_run_mi(s, delta, labels, run, gate, tables),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -255,9 +260,10 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
-                None => ni::eval_run(rk, labels, run, gate, tables),
-                Some(s) if self.avx512 => ni::mi_avx512::eval_run(s, labels, run, gate, tables),
-                Some(s) => ni::mi_avx2::eval_run(s, labels, run, gate, tables),
+                None if self.avx512 => ni::avx512::eval_run(rk, labels, run, gate, tables),
+                None => ni::avx2::eval_run(rk, labels, run, gate, tables),
+                Some(s) if self.avx512 => ni::avx512::eval_run_mi(s, labels, run, gate, tables),
+                Some(s) => ni::avx2::eval_run_mi(s, labels, run, gate, tables),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -159,19 +159,6 @@ fn keys256(rk: &[[u8; 16]; 11]) -> [__m256i; 11] {
     core::array::from_fn(|i| _mm256_broadcastsi128_si256(k1[i]))
 }
 
-/// `x ^ AES(x)` for eight registers (sixteen blocks) of pre-images.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-#[inline]
-fn mmo8(k: &[__m256i; 11], pre: &[__m256i; 8]) -> [__m256i; 8] {
-    let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
-    for key in &k[1..10] {
-        for x in v.iter_mut() {
-            *x = _mm256_aesenc_epi128(*x, *key);
-        }
-    }
-    core::array::from_fn(|i| _mm256_xor_si256(_mm256_aesenclast_epi128(v[i], k[10]), pre[i]))
-}
-
 /// `sigma(x) ^ t` in both lanes (the hash's pre-image).
 #[target_feature(enable = "aes,sse2,avx2,vaes")]
 #[inline]
@@ -217,98 +204,6 @@ fn store_bytes(b: &mut [u8], v: __m128i) {
     unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
 }
 
-/// See `Hasher::garble_ands`: two passes of four gates, each pass eight
-/// registers `(A0 | A1)`, `(B0 | B1)` through the hash.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn garble_ands(
-    rk: &[[u8; 16]; 11],
-    delta: Block,
-    a0: &[Block],
-    b0: &[Block],
-    gate: u64,
-    tables: &mut [u8],
-    out: &mut [Block],
-) {
-    let n = a0.len();
-    assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
-    let k = keys256(rk);
-    let d = load(&delta);
-    for p in 0..n.div_ceil(4) {
-        let lo = 4 * p;
-        let m = (n - lo).min(4);
-        let mut pre = [_mm256_setzero_si256(); 8];
-        let mut a = [_mm_setzero_si128(); 4];
-        let mut b = [_mm_setzero_si128(); 4];
-        for i in 0..m {
-            let g = gate + (lo + i) as u64;
-            a[i] = load(&a0[lo + i]);
-            b[i] = load(&b0[lo + i]);
-            let aa = _mm256_set_m128i(_mm_xor_si128(a[i], d), a[i]);
-            let bb = _mm256_set_m128i(_mm_xor_si128(b[i], d), b[i]);
-            pre[2 * i] = pre256(aa, tweak2(g, 0));
-            pre[2 * i + 1] = pre256(bb, tweak2(g, 1));
-        }
-        let h = mmo8(&k, &pre);
-        for i in 0..m {
-            let (ha0, ha1) = (
-                _mm256_castsi256_si128(h[2 * i]),
-                _mm256_extracti128_si256::<1>(h[2 * i]),
-            );
-            let (hb0, hb1) = (
-                _mm256_castsi256_si128(h[2 * i + 1]),
-                _mm256_extracti128_si256::<1>(h[2 * i + 1]),
-            );
-            let pa = lsb_mask(a[i]);
-            let pb = lsb_mask(b[i]);
-            let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
-            let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
-            let te = _mm_xor_si128(_mm_xor_si128(hb0, hb1), a[i]);
-            let we0 = _mm_xor_si128(hb0, _mm_and_si128(_mm_xor_si128(te, a[i]), pb));
-            let t = &mut tables[32 * (lo + i)..32 * (lo + i) + 32];
-            store_bytes(&mut t[..16], tg);
-            store_bytes(&mut t[16..], te);
-            store(&mut out[lo + i], _mm_xor_si128(wg0, we0));
-        }
-    }
-}
-
-/// See `Hasher::eval_ands`: one register `(Wa | Wb)` per gate.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn eval_ands(
-    rk: &[[u8; 16]; 11],
-    wa: &[Block],
-    wb: &[Block],
-    gate: u64,
-    tables: &[u8],
-    out: &mut [Block],
-) {
-    let n = wa.len();
-    assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
-    let k = keys256(rk);
-    let mut pre = [_mm256_setzero_si256(); 8];
-    let mut a = [_mm_setzero_si128(); 8];
-    let mut b = [_mm_setzero_si128(); 8];
-    for i in 0..n {
-        let g = gate + i as u64;
-        a[i] = load(&wa[i]);
-        b[i] = load(&wb[i]);
-        let j = (g << 1) as i64;
-        let t = _mm256_set_epi64x(0, j | 1, 0, j);
-        pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), t);
-    }
-    let h = mmo8(&k, &pre);
-    for i in 0..n {
-        let ha = _mm256_castsi256_si128(h[i]);
-        let hb = _mm256_extracti128_si256::<1>(h[i]);
-        let t = &tables[32 * i..32 * i + 32];
-        let tg = load_bytes(&t[..16]);
-        let te = load_bytes(&t[16..]);
-        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
-        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
-        store(&mut out[i], _mm_xor_si128(wg, we));
-    }
-}
-
 /// Label `s` of a power-of-two label array (`mask = len - 1`: the index is
 /// in bounds by construction).
 #[inline(always)]
@@ -335,174 +230,6 @@ fn store_table(t: &mut [u8; 32], tg: __m128i, te: __m128i) {
 fn load_table(t: &[u8; 32]) -> __m256i {
     // SAFETY: `t` is 32 readable bytes; `loadu` has no alignment requirement.
     unsafe { _mm256_loadu_si256(t.as_ptr().cast()) }
-}
-
-/// `M <= 4` gates of a garbling run: eight registers `(A0 | A1)`,
-/// `(B0 | B1)` through the hash. `tw` holds the tweak `2g` of the first
-/// gate in both lanes and is advanced by `M` gates. `M` is a constant, so
-/// that a full group is straight-line code.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-#[inline]
-#[allow(clippy::too_many_arguments)]
-fn garble_group<const M: usize>(
-    k: &[__m256i; 11],
-    d: __m128i,
-    dd: __m256i,
-    labels: &mut [Block],
-    mask: usize,
-    run: &[[u32; 3]; M],
-    tables: &mut [[u8; 32]; M],
-    tw: &mut __m256i,
-) {
-    const { assert!(M <= 4) };
-    let one = _mm256_set_epi64x(0, 1, 0, 1);
-    let two = _mm256_set_epi64x(0, 2, 0, 2);
-    let mut pre = [_mm256_setzero_si256(); 8];
-    let mut a = [_mm_setzero_si128(); 4];
-    let mut b = [_mm_setzero_si128(); 4];
-    for (i, &[sa, sb, _]) in run.iter().enumerate() {
-        a[i] = gather(labels, mask, sa);
-        b[i] = gather(labels, mask, sb);
-        // (X0 | X0 ^ R): the zero and the one label of each input.
-        let aa = _mm256_xor_si256(_mm256_broadcastsi128_si256(a[i]), dd);
-        let bb = _mm256_xor_si256(_mm256_broadcastsi128_si256(b[i]), dd);
-        pre[2 * i] = pre256(aa, *tw);
-        pre[2 * i + 1] = pre256(bb, _mm256_add_epi64(*tw, one));
-        *tw = _mm256_add_epi64(*tw, two);
-    }
-    let h = mmo8(k, &pre);
-    for (i, (&[_, _, so], t)) in run.iter().zip(tables.iter_mut()).enumerate() {
-        let (ha0, ha1) = (
-            _mm256_castsi256_si128(h[2 * i]),
-            _mm256_extracti128_si256::<1>(h[2 * i]),
-        );
-        let (hb0, hb1) = (
-            _mm256_castsi256_si128(h[2 * i + 1]),
-            _mm256_extracti128_si256::<1>(h[2 * i + 1]),
-        );
-        let pa = lsb_mask(a[i]);
-        let pb = lsb_mask(b[i]);
-        let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
-        let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
-        let hb = _mm_xor_si128(hb0, hb1);
-        let te = _mm_xor_si128(hb, a[i]);
-        // TE ^ A0 = HB0 ^ HB1.
-        let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
-        store_table(t, tg, te);
-        scatter(labels, mask, so, _mm_xor_si128(wg0, we0));
-    }
-}
-
-/// See `Hasher::garble_run`: the run four gates at a time, round keys
-/// loaded once.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn garble_run(
-    rk: &[[u8; 16]; 11],
-    delta: Block,
-    labels: &mut [Block],
-    run: &[[u32; 3]],
-    gate: u64,
-    tables: &mut [u8],
-) {
-    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
-    let mask = labels.len() - 1;
-    let k = keys256(rk);
-    let d = load(&delta);
-    let dd = _mm256_set_m128i(d, _mm_setzero_si128());
-    let mut tw = tweak2(gate, 0);
-    let (tabs, _) = tables.as_chunks_mut::<32>();
-    let (gs, g_rest) = run.as_chunks::<4>();
-    let (ts, t_rest) = tabs.as_chunks_mut::<4>();
-    for (g, t) in gs.iter().zip(ts) {
-        garble_group(&k, d, dd, labels, mask, g, t, &mut tw);
-    }
-    macro_rules! rest {
-        ($($m:literal)*) => {
-            match g_rest.len() {
-                $($m => garble_group::<$m>(
-                    &k, d, dd, labels, mask,
-                    g_rest.try_into().expect("length checked"),
-                    t_rest.try_into().expect("length checked"),
-                    &mut tw,
-                ),)*
-                _ => {}
-            }
-        };
-    }
-    rest!(1 2 3);
-}
-
-/// `M <= 8` gates of an evaluation run: one register `(Wa | Wb)` per
-/// gate. `tw` holds `(2g | 2g + 1)` of the first gate and is advanced.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-#[inline]
-fn eval_group<const M: usize>(
-    k: &[__m256i; 11],
-    labels: &mut [Block],
-    mask: usize,
-    run: &[[u32; 3]; M],
-    tables: &[[u8; 32]; M],
-    tw: &mut __m256i,
-) {
-    const { assert!(M <= 8) };
-    let two = _mm256_set_epi64x(0, 2, 0, 2);
-    let mut pre = [_mm256_setzero_si256(); 8];
-    let mut a = [_mm_setzero_si128(); 8];
-    let mut b = [_mm_setzero_si128(); 8];
-    for (i, &[sa, sb, _]) in run.iter().enumerate() {
-        a[i] = gather(labels, mask, sa);
-        b[i] = gather(labels, mask, sb);
-        pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), *tw);
-        *tw = _mm256_add_epi64(*tw, two);
-    }
-    let h = mmo8(k, &pre);
-    for (i, (&[_, _, so], t)) in run.iter().zip(tables).enumerate() {
-        let ha = _mm256_castsi256_si128(h[i]);
-        let hb = _mm256_extracti128_si256::<1>(h[i]);
-        let tt = load_table(t);
-        let tg = _mm256_castsi256_si128(tt);
-        let te = _mm256_extracti128_si256::<1>(tt);
-        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
-        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
-        scatter(labels, mask, so, _mm_xor_si128(wg, we));
-    }
-}
-
-/// See `Hasher::eval_run`: the run eight gates at a time, round keys
-/// loaded once.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn eval_run(
-    rk: &[[u8; 16]; 11],
-    labels: &mut [Block],
-    run: &[[u32; 3]],
-    gate: u64,
-    tables: &[u8],
-) {
-    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
-    let mask = labels.len() - 1;
-    let k = keys256(rk);
-    let j = (gate << 1) as i64;
-    let mut tw = _mm256_set_epi64x(0, j | 1, 0, j);
-    let (tabs, _) = tables.as_chunks::<32>();
-    let (gs, g_rest) = run.as_chunks::<8>();
-    let (ts, t_rest) = tabs.as_chunks::<8>();
-    for (g, t) in gs.iter().zip(ts) {
-        eval_group(&k, labels, mask, g, t, &mut tw);
-    }
-    macro_rules! rest {
-        ($($m:literal)*) => {
-            match g_rest.len() {
-                $($m => eval_group::<$m>(
-                    &k, labels, mask,
-                    g_rest.try_into().expect("length checked"),
-                    t_rest.try_into().expect("length checked"),
-                    &mut tw,
-                ),)*
-                _ => {}
-            }
-        };
-    }
-    rest!(1 2 3 4 5 6 7);
 }
 
 // ---------------------------------------------------------------------------
@@ -686,14 +413,312 @@ fn gate_ctr(g: u64) -> __m256i {
     _mm256_set_epi64x(j | 1, 0, j, 0)
 }
 
-/// The fused MITCCRH kernels, compiled once per instruction set (`$features`): each
-/// instance is a module of its own, so that every function of the chain (run, group,
-/// gate, cipher) is compiled with the instance's features and LLVM keeps the groups in
-/// registers. `$garble_group` and `$eval_group` are the gates in flight (at most eight).
-macro_rules! mi_kernels {
+/// The fused half-gates kernels of both hashes, compiled once per instruction set
+/// (`$features`): each instance is a module of its own, so that every function of the
+/// chain (run, group, gate, cipher) is compiled with the instance's features. With
+/// AVX-512VL's 32 vector registers (EVEX encodings of the same VAES and AVX2
+/// operations) nothing of a group spills. `$garble_group` and `$eval_group` are the
+/// MITCCRH gates in flight (at most eight).
+macro_rules! fused_kernels {
     ($name:ident, $features:literal, $garble_group:literal, $eval_group:literal) => {
         pub(super) mod $name {
             use super::*;
+
+            /// `x ^ AES(x)` for eight registers (sixteen blocks) of pre-images.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn mmo8(k: &[__m256i; 11], pre: &[__m256i; 8]) -> [__m256i; 8] {
+                let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
+                for key in &k[1..10] {
+                    for x in v.iter_mut() {
+                        *x = _mm256_aesenc_epi128(*x, *key);
+                    }
+                }
+                core::array::from_fn(|i| {
+                    _mm256_xor_si256(_mm256_aesenclast_epi128(v[i], k[10]), pre[i])
+                })
+            }
+
+            /// See `Hasher::garble_ands`: two passes of four gates, each pass eight
+            /// registers `(A0 | A1)`, `(B0 | B1)` through the hash.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn garble_ands(
+                rk: &[[u8; 16]; 11],
+                delta: Block,
+                a0: &[Block],
+                b0: &[Block],
+                gate: u64,
+                tables: &mut [u8],
+                out: &mut [Block],
+            ) {
+                let n = a0.len();
+                assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
+                let k = keys256(rk);
+                let d = load(&delta);
+                for p in 0..n.div_ceil(4) {
+                    let lo = 4 * p;
+                    let m = (n - lo).min(4);
+                    let mut pre = [_mm256_setzero_si256(); 8];
+                    let mut a = [_mm_setzero_si128(); 4];
+                    let mut b = [_mm_setzero_si128(); 4];
+                    for i in 0..m {
+                        let g = gate + (lo + i) as u64;
+                        a[i] = load(&a0[lo + i]);
+                        b[i] = load(&b0[lo + i]);
+                        let aa = _mm256_set_m128i(_mm_xor_si128(a[i], d), a[i]);
+                        let bb = _mm256_set_m128i(_mm_xor_si128(b[i], d), b[i]);
+                        pre[2 * i] = pre256(aa, tweak2(g, 0));
+                        pre[2 * i + 1] = pre256(bb, tweak2(g, 1));
+                    }
+                    let h = mmo8(&k, &pre);
+                    for i in 0..m {
+                        let (ha0, ha1) = (
+                            _mm256_castsi256_si128(h[2 * i]),
+                            _mm256_extracti128_si256::<1>(h[2 * i]),
+                        );
+                        let (hb0, hb1) = (
+                            _mm256_castsi256_si128(h[2 * i + 1]),
+                            _mm256_extracti128_si256::<1>(h[2 * i + 1]),
+                        );
+                        let pa = lsb_mask(a[i]);
+                        let pb = lsb_mask(b[i]);
+                        let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+                        let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
+                        let te = _mm_xor_si128(_mm_xor_si128(hb0, hb1), a[i]);
+                        let we0 = _mm_xor_si128(hb0, _mm_and_si128(_mm_xor_si128(te, a[i]), pb));
+                        let t = &mut tables[32 * (lo + i)..32 * (lo + i) + 32];
+                        store_bytes(&mut t[..16], tg);
+                        store_bytes(&mut t[16..], te);
+                        store(&mut out[lo + i], _mm_xor_si128(wg0, we0));
+                    }
+                }
+            }
+
+            /// See `Hasher::eval_ands`: one register `(Wa | Wb)` per gate.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_ands(
+                rk: &[[u8; 16]; 11],
+                wa: &[Block],
+                wb: &[Block],
+                gate: u64,
+                tables: &[u8],
+                out: &mut [Block],
+            ) {
+                let n = wa.len();
+                assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
+                let k = keys256(rk);
+                let mut pre = [_mm256_setzero_si256(); 8];
+                let mut a = [_mm_setzero_si128(); 8];
+                let mut b = [_mm_setzero_si128(); 8];
+                for i in 0..n {
+                    let g = gate + i as u64;
+                    a[i] = load(&wa[i]);
+                    b[i] = load(&wb[i]);
+                    let j = (g << 1) as i64;
+                    let t = _mm256_set_epi64x(0, j | 1, 0, j);
+                    pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), t);
+                }
+                let h = mmo8(&k, &pre);
+                for i in 0..n {
+                    let ha = _mm256_castsi256_si128(h[i]);
+                    let hb = _mm256_extracti128_si256::<1>(h[i]);
+                    let t = &tables[32 * i..32 * i + 32];
+                    let tg = load_bytes(&t[..16]);
+                    let te = load_bytes(&t[16..]);
+                    let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+                    let we =
+                        _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+                    store(&mut out[i], _mm_xor_si128(wg, we));
+                }
+            }
+
+            /// `M <= 4` gates of a garbling run: eight registers `(A0 | A1)`,
+            /// `(B0 | B1)` through the hash. `tw` holds the tweak `2g` of the first
+            /// gate in both lanes and is advanced by `M` gates. `M` is a constant, so
+            /// that a full group is straight-line code.
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn garble_group<const M: usize>(
+                k: &[__m256i; 11],
+                d: __m128i,
+                dd: __m256i,
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; M],
+                tables: &mut [[u8; 32]; M],
+                tw: &mut __m256i,
+            ) {
+                const { assert!(M <= 4) };
+                let one = _mm256_set_epi64x(0, 1, 0, 1);
+                let two = _mm256_set_epi64x(0, 2, 0, 2);
+                let mut pre = [_mm256_setzero_si256(); 8];
+                let mut a = [_mm_setzero_si128(); 4];
+                let mut b = [_mm_setzero_si128(); 4];
+                for (i, &[sa, sb, _]) in run.iter().enumerate() {
+                    a[i] = gather(labels, mask, sa);
+                    b[i] = gather(labels, mask, sb);
+                    // (X0 | X0 ^ R): the zero and the one label of each input.
+                    let aa = _mm256_xor_si256(_mm256_broadcastsi128_si256(a[i]), dd);
+                    let bb = _mm256_xor_si256(_mm256_broadcastsi128_si256(b[i]), dd);
+                    pre[2 * i] = pre256(aa, *tw);
+                    pre[2 * i + 1] = pre256(bb, _mm256_add_epi64(*tw, one));
+                    *tw = _mm256_add_epi64(*tw, two);
+                }
+                let h = mmo8(k, &pre);
+                for (i, (&[_, _, so], t)) in run.iter().zip(tables.iter_mut()).enumerate() {
+                    let (ha0, ha1) = (
+                        _mm256_castsi256_si128(h[2 * i]),
+                        _mm256_extracti128_si256::<1>(h[2 * i]),
+                    );
+                    let (hb0, hb1) = (
+                        _mm256_castsi256_si128(h[2 * i + 1]),
+                        _mm256_extracti128_si256::<1>(h[2 * i + 1]),
+                    );
+                    let pa = lsb_mask(a[i]);
+                    let pb = lsb_mask(b[i]);
+                    let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+                    let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
+                    let hb = _mm_xor_si128(hb0, hb1);
+                    let te = _mm_xor_si128(hb, a[i]);
+                    // TE ^ A0 = HB0 ^ HB1.
+                    let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
+                    store_table(t, tg, te);
+                    scatter(labels, mask, so, _mm_xor_si128(wg0, we0));
+                }
+            }
+
+            /// See `Hasher::garble_run`: the run four gates at a time, round keys
+            /// loaded once.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn garble_run(
+                rk: &[[u8; 16]; 11],
+                delta: Block,
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &mut [u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+                let mask = labels.len() - 1;
+                let k = keys256(rk);
+                let d = load(&delta);
+                let dd = _mm256_set_m128i(d, _mm_setzero_si128());
+                let mut tw = tweak2(gate, 0);
+                let (tabs, _) = tables.as_chunks_mut::<32>();
+                let (gs, g_rest) = run.as_chunks::<4>();
+                let (ts, t_rest) = tabs.as_chunks_mut::<4>();
+                for (g, t) in gs.iter().zip(ts) {
+                    garble_group(&k, d, dd, labels, mask, g, t, &mut tw);
+                }
+                // The rest of the run in groups of 2 and 1 gates.
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal) => {
+                        if g_rest.len() - at >= $m {
+                            garble_group::<$m>(
+                                &k,
+                                d,
+                                dd,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&mut t_rest[at..at + $m])
+                                    .try_into()
+                                    .expect("length checked"),
+                                &mut tw,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(2);
+                group_of!(1);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            /// `M <= 8` gates of an evaluation run: one register `(Wa | Wb)` per
+            /// gate. `tw` holds `(2g | 2g + 1)` of the first gate and is advanced.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_group<const M: usize>(
+                k: &[__m256i; 11],
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; M],
+                tables: &[[u8; 32]; M],
+                tw: &mut __m256i,
+            ) {
+                const { assert!(M <= 8) };
+                let two = _mm256_set_epi64x(0, 2, 0, 2);
+                let mut pre = [_mm256_setzero_si256(); 8];
+                let mut a = [_mm_setzero_si128(); 8];
+                let mut b = [_mm_setzero_si128(); 8];
+                for (i, &[sa, sb, _]) in run.iter().enumerate() {
+                    a[i] = gather(labels, mask, sa);
+                    b[i] = gather(labels, mask, sb);
+                    pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), *tw);
+                    *tw = _mm256_add_epi64(*tw, two);
+                }
+                let h = mmo8(k, &pre);
+                for (i, (&[_, _, so], t)) in run.iter().zip(tables).enumerate() {
+                    let ha = _mm256_castsi256_si128(h[i]);
+                    let hb = _mm256_extracti128_si256::<1>(h[i]);
+                    let tt = load_table(t);
+                    let tg = _mm256_castsi256_si128(tt);
+                    let te = _mm256_extracti128_si256::<1>(tt);
+                    let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+                    let we =
+                        _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+                    scatter(labels, mask, so, _mm_xor_si128(wg, we));
+                }
+            }
+
+            /// See `Hasher::eval_run`: the run eight gates at a time, round keys
+            /// loaded once.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_run(
+                rk: &[[u8; 16]; 11],
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &[u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+                let mask = labels.len() - 1;
+                let k = keys256(rk);
+                let j = (gate << 1) as i64;
+                let mut tw = _mm256_set_epi64x(0, j | 1, 0, j);
+                let (tabs, _) = tables.as_chunks::<32>();
+                let (gs, g_rest) = run.as_chunks::<8>();
+                let (ts, t_rest) = tabs.as_chunks::<8>();
+                for (g, t) in gs.iter().zip(ts) {
+                    eval_group(&k, labels, mask, g, t, &mut tw);
+                }
+                // The rest of the run in groups of 4, 2 and 1 gates.
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal) => {
+                        if g_rest.len() - at >= $m {
+                            eval_group::<$m>(
+                                &k,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&t_rest[at..at + $m]).try_into().expect("length checked"),
+                                &mut tw,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4);
+                group_of!(2);
+                group_of!(1);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            // MITCCRH: AES re-keyed per tweak.
 
             /// `AES_K(x) ^ x` for `M` key registers `K` (two keys each, one per lane) and
             /// `P` data registers per key, the key schedules made round by round next to
@@ -774,7 +799,7 @@ macro_rules! mi_kernels {
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::type_complexity)]
-            fn garble_hg<const M: usize>(
+            fn garble_mi<const M: usize>(
                 seed2: __m256i,
                 d: __m128i,
                 rr: __m256i,
@@ -825,7 +850,7 @@ macro_rules! mi_kernels {
             /// `(Wa | Wb)`. Returns each gate's output label; advances `ctr`.
             #[target_feature(enable = $features)]
             #[inline]
-            fn eval_hg<const M: usize>(
+            fn eval_mi<const M: usize>(
                 seed2: __m256i,
                 a: &[__m128i; M],
                 b: &[__m128i; M],
@@ -861,7 +886,7 @@ macro_rules! mi_kernels {
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::too_many_arguments)]
-            fn garble_group<const M: usize>(
+            fn garble_group_mi<const M: usize>(
                 seed2: __m256i,
                 d: __m128i,
                 rr: __m256i,
@@ -873,7 +898,7 @@ macro_rules! mi_kernels {
             ) {
                 let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
                 let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
-                let (tg, te, out) = garble_hg(seed2, d, rr, &a, &b, ctr);
+                let (tg, te, out) = garble_mi(seed2, d, rr, &a, &b, ctr);
                 for i in 0..M {
                     store_table(&mut tables[i], tg[i], te[i]);
                     scatter(labels, mask, run[i][2], out[i]);
@@ -883,7 +908,7 @@ macro_rules! mi_kernels {
             /// One group of a MITCCRH evaluation run.
             #[target_feature(enable = $features)]
             #[inline]
-            fn eval_group<const M: usize>(
+            fn eval_group_mi<const M: usize>(
                 seed2: __m256i,
                 labels: &mut [Block],
                 mask: usize,
@@ -894,15 +919,15 @@ macro_rules! mi_kernels {
                 let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
                 let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
                 let t: [__m256i; M] = core::array::from_fn(|i| load_table(&tables[i]));
-                let out = eval_hg(seed2, &a, &b, &t, ctr);
+                let out = eval_mi(seed2, &a, &b, &t, ctr);
                 for i in 0..M {
                     scatter(labels, mask, run[i][2], out[i]);
                 }
             }
 
-            /// [`garble_run`](super::garble_run) under MITCCRH with session seed `seed`.
+            /// [`garble_run`] under MITCCRH with session seed `seed`.
             #[target_feature(enable = $features)]
-            pub(in crate::hash) fn garble_run(
+            pub(in crate::hash) fn garble_run_mi(
                 seed: Block,
                 delta: Block,
                 labels: &mut [Block],
@@ -920,14 +945,14 @@ macro_rules! mi_kernels {
                 let (gs, g_rest) = run.as_chunks::<$garble_group>();
                 let (ts, t_rest) = tabs.as_chunks_mut::<$garble_group>();
                 for (g, t) in gs.iter().zip(ts) {
-                    garble_group(seed2, d, rr, labels, mask, g, t, &mut ctr);
+                    garble_group_mi(seed2, d, rr, labels, mask, g, t, &mut ctr);
                 }
                 // The rest of the run in groups of four, two and one gates.
                 let mut at = 0;
                 macro_rules! group_of {
                     ($m:literal) => {
                         if g_rest.len() - at >= $m {
-                            garble_group::<$m>(
+                            garble_group_mi::<$m>(
                                 seed2,
                                 d,
                                 rr,
@@ -949,9 +974,9 @@ macro_rules! mi_kernels {
                 debug_assert_eq!(at, g_rest.len());
             }
 
-            /// [`eval_run`](super::eval_run) under MITCCRH with session seed `seed`.
+            /// [`eval_run`] under MITCCRH with session seed `seed`.
             #[target_feature(enable = $features)]
-            pub(in crate::hash) fn eval_run(
+            pub(in crate::hash) fn eval_run_mi(
                 seed: Block,
                 labels: &mut [Block],
                 run: &[[u32; 3]],
@@ -966,14 +991,14 @@ macro_rules! mi_kernels {
                 let (gs, g_rest) = run.as_chunks::<$eval_group>();
                 let (ts, t_rest) = tabs.as_chunks::<$eval_group>();
                 for (g, t) in gs.iter().zip(ts) {
-                    eval_group(seed2, labels, mask, g, t, &mut ctr);
+                    eval_group_mi(seed2, labels, mask, g, t, &mut ctr);
                 }
                 // The rest of the run in groups of four, two and one gates.
                 let mut at = 0;
                 macro_rules! group_of {
                     ($m:literal) => {
                         if g_rest.len() - at >= $m {
-                            eval_group::<$m>(
+                            eval_group_mi::<$m>(
                                 seed2,
                                 labels,
                                 mask,
@@ -995,7 +1020,7 @@ macro_rules! mi_kernels {
             /// at a time).
             #[target_feature(enable = $features)]
             #[allow(clippy::too_many_arguments)]
-            pub(in crate::hash) fn garble_ands(
+            pub(in crate::hash) fn garble_ands_mi(
                 seed: Block,
                 delta: Block,
                 a0: &[Block],
@@ -1012,7 +1037,7 @@ macro_rules! mi_kernels {
                 let mut ctr = gate_ctr(gate);
                 for i in 0..n {
                     let (tg, te, o) =
-                        garble_hg::<1>(seed2, d, rr, &[load(&a0[i])], &[load(&b0[i])], &mut ctr);
+                        garble_mi::<1>(seed2, d, rr, &[load(&a0[i])], &[load(&b0[i])], &mut ctr);
                     let t = &mut tables[32 * i..32 * i + 32];
                     store_bytes(&mut t[..16], tg[0]);
                     store_bytes(&mut t[16..], te[0]);
@@ -1022,7 +1047,7 @@ macro_rules! mi_kernels {
 
             /// [`eval_ands`] under MITCCRH.
             #[target_feature(enable = $features)]
-            pub(in crate::hash) fn eval_ands(
+            pub(in crate::hash) fn eval_ands_mi(
                 seed: Block,
                 wa: &[Block],
                 wb: &[Block],
@@ -1037,7 +1062,7 @@ macro_rules! mi_kernels {
                 for i in 0..n {
                     let t = &tables[32 * i..32 * i + 32];
                     let tab = _mm256_set_m128i(load_bytes(&t[16..]), load_bytes(&t[..16]));
-                    let o = eval_hg::<1>(seed2, &[load(&wa[i])], &[load(&wb[i])], &[tab], &mut ctr);
+                    let o = eval_mi::<1>(seed2, &[load(&wa[i])], &[load(&wb[i])], &[tab], &mut ctr);
                     store(&mut out[i], o[0]);
                 }
             }
@@ -1045,6 +1070,6 @@ macro_rules! mi_kernels {
     };
 }
 
-mi_kernels!(mi_avx2, "aes,sse2,ssse3,avx2,vaes", 4, 8);
-// AVX-512VL's 32 vector registers hold eight gates' keys and data without spilling.
-mi_kernels!(mi_avx512, "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl", 8, 8);
+fused_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", 4, 8);
+// Eight MITCCRH gates' keys and data in flight without spilling.
+fused_kernels!(avx512, "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl", 8, 8);
