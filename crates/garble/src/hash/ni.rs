@@ -369,11 +369,16 @@ fn expand_step_sliced(w: &mut [__m256i; 4], rcon: i32) {
         a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, a, b, c, d, e, f, g, h, i, j, k, l, m, n,
         o, p,
     );
+    // The running XOR of the old words first, off the critical path (last word ->
+    // shuffle -> AESENCLAST -> XOR -> the next round's last word).
+    let p01 = _mm256_xor_si256(w[0], w[1]);
+    let p012 = _mm256_xor_si256(p01, w[2]);
+    let p0123 = _mm256_xor_si256(p012, w[3]);
     let t = _mm256_aesenclast_epi128(_mm256_shuffle_epi8(w[3], sub_rot), _mm256_set1_epi32(rcon));
     w[0] = _mm256_xor_si256(w[0], t);
-    w[1] = _mm256_xor_si256(w[1], w[0]);
-    w[2] = _mm256_xor_si256(w[2], w[1]);
-    w[3] = _mm256_xor_si256(w[3], w[2]);
+    w[1] = _mm256_xor_si256(p01, t);
+    w[2] = _mm256_xor_si256(p012, t);
+    w[3] = _mm256_xor_si256(p0123, t);
 }
 
 /// The 11 round keys of eight keys at once through [`expand_step_sliced`] (key `i` in
