@@ -289,8 +289,8 @@ mod tests {
 
     fn plain_mul_base(s: &Scalar) -> [u8; 32] {
         let r = plain_word(&bits_from_bytes(s.as_bytes(), SCALAR_BITS));
-        let p = mul_base(&mut Plain, &r);
-        let e = encode(&mut Plain, &p);
+        let p = mul_base(&mut Plain::default(), &r);
+        let e = encode(&mut Plain::default(), &p);
         let mut out = [0u8; 32];
         out.copy_from_slice(&bytes_from_bits(&plain_bits(&e)));
         out
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn one_hot_and_lookup() {
-        let mut g = Plain;
+        let mut g = Plain::default();
         for d in 0..16u8 {
             let bits = plain_word(&bits_from_bytes(&[d], 4));
             let oh = plain_bits(&one_hot(&mut g, &bits));

@@ -3,16 +3,28 @@
 //! [`Builder`](crate::builder::Builder) ([`BuilderGen`]).
 
 use super::sub::Sub;
-use super::{Gen, W, Word};
+use super::{Gen, Refused, W, Word};
 use crate::builder::{Bit, Builder};
 use crate::circuit::{Circuit, CircuitError, GateKind, Party};
 
-/// Plain evaluation: wires are `bool`s.
+/// Plain evaluation: wires are `bool`s. A reveal returns the values.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Plain;
+pub struct Plain {
+    /// The circuit's refusal of a revealed value, if any ([`Gen::refuse`]).
+    pub refused: Option<Refused>,
+}
 
 impl Gen for Plain {
     type L = bool;
+    fn reveal(&mut self, w: &[W<bool>]) -> Option<Vec<bool>> {
+        self.refused.is_none().then(|| plain_bits(w))
+    }
+    fn public(&mut self, bits: &[bool]) -> Word<bool> {
+        plain_word(bits)
+    }
+    fn refuse(&mut self, why: Refused) {
+        self.refused.get_or_insert(why);
+    }
     #[inline]
     fn xor_raw(&mut self, a: bool, b: bool) -> bool {
         a ^ b
@@ -70,6 +82,8 @@ pub struct Counter {
     /// The deepest AND chain so far (an upper bound across sub-circuit
     /// calls, whose outputs get the deepest input's depth plus their own).
     pub and_depth: u32,
+    /// The reveals so far: the AND gates before each, and its width in bits.
+    pub reveals: Vec<(u64, usize)>,
     mix: u64,
 }
 
@@ -114,6 +128,23 @@ impl Counter {
 
 impl Gen for Counter {
     type L = CountWire;
+    /// Records the reveal; the values are unknown here (the structure does not depend on
+    /// them).
+    fn reveal(&mut self, w: &[W<CountWire>]) -> Option<Vec<bool>> {
+        self.reveals.push((self.and, w.len()));
+        let first = w.iter().find_map(|x| match *x {
+            W::V(v) => Some(v.id),
+            W::C(_) => None,
+        });
+        self.gate(8, first.unwrap_or(u32::MAX), w.len() as u32);
+        self.next -= 1;
+        None
+    }
+    /// Fresh wires of AND depth 0, whatever the bits.
+    fn public(&mut self, bits: &[bool]) -> Word<CountWire> {
+        self.inputs(bits.len())
+    }
+    fn refuse(&mut self, _why: Refused) {}
     #[inline]
     fn xor_raw(&mut self, a: CountWire, b: CountWire) -> CountWire {
         self.xor += 1;
@@ -228,11 +259,13 @@ impl Gen for Counter {
     }
 }
 
-/// Emits gates into a [`Builder`] (a flat [`Circuit`]).
+/// Emits gates into a [`Builder`] (a flat [`Circuit`]). A flat circuit has no
+/// mid-circuit reveal: a circuit that reveals fails at [`BuilderGen::finish`].
 #[derive(Debug, Default)]
 pub struct BuilderGen {
     /// The builder that receives the gates.
     pub builder: Builder,
+    revealed: bool,
 }
 
 impl BuilderGen {
@@ -247,6 +280,9 @@ impl BuilderGen {
 
     /// Finishes the circuit with the given outputs.
     pub fn finish(self, outputs: &[Word<Bit>]) -> Result<Circuit, CircuitError> {
+        if self.revealed {
+            return Err(CircuitError::Reveal);
+        }
         let outs: Vec<Vec<Bit>> = outputs
             .iter()
             .map(|w| {
@@ -264,6 +300,14 @@ impl BuilderGen {
 
 impl Gen for BuilderGen {
     type L = Bit;
+    fn reveal(&mut self, _w: &[W<Bit>]) -> Option<Vec<bool>> {
+        self.revealed = true;
+        None
+    }
+    fn public(&mut self, bits: &[bool]) -> Word<Bit> {
+        bits.iter().map(|&b| W::V(Bit::constant(b))).collect()
+    }
+    fn refuse(&mut self, _why: Refused) {}
     fn xor_raw(&mut self, a: Bit, b: Bit) -> Bit {
         self.builder.xor(a, b)
     }
