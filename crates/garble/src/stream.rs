@@ -925,6 +925,89 @@ mod tests {
         );
     }
 
+    /// A circuit that reveals `a & b` in its middle, refuses an all-zero value, and goes on
+    /// with the revealed bits, reversed, as public wires: `(a & b) ^ rev(a & b) & b`.
+    struct RevealAnd;
+    impl Generator for RevealAnd {
+        fn name(&self) -> String {
+            "reveal-and8".into()
+        }
+        fn garbler_input_bits(&self) -> usize {
+            8
+        }
+        fn evaluator_input_bits(&self) -> usize {
+            8
+        }
+        fn output_bits(&self) -> usize {
+            8
+        }
+        fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+            let x = g.and_w(a, b);
+            let v = match g.reveal(&x) {
+                Some(v) if v.iter().all(|&bit| !bit) => {
+                    g.refuse(Refused("all zero"));
+                    v
+                }
+                Some(v) => v,
+                None => vec![false; 8],
+            };
+            let rev: Vec<bool> = v.into_iter().rev().collect();
+            let p = g.public(&rev);
+            let y = g.and_w(&p, b);
+            g.xor_w(&x, &y)
+        }
+    }
+
+    fn reveal_and_plain(a: u8, b: u8) -> Vec<bool> {
+        let x = a & b;
+        bits_from_bytes(&[x ^ (x.reverse_bits() & b)], 8)
+    }
+
+    /// The reveal in a session: both parties get the plain outputs, the counted position
+    /// and the wire bytes are exact; a refused value stops both with the typed error.
+    #[test]
+    fn a_mid_circuit_reveal_round_trips_and_a_refusal_stops_both() {
+        let st = generator::stats(&RevealAnd);
+        assert_eq!(st.reveals, vec![(8, 8)]);
+        assert_eq!(st.stats.and_gates(), 16);
+        for (a, b, refused) in [(0xb5u8, 0x6eu8, false), (0x0f, 0xf0, true)] {
+            let (ab, bb) = (bits_from_bytes(&[a], 8), bits_from_bytes(&[b], 8));
+            let plain = generator::try_eval_plain(&RevealAnd, &ab, &bb);
+            let h = Hasher::new();
+            let sim = simulate(&RevealAnd, &h, &mut Prg::from_seed([3; 16]), &ab, &bb);
+            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+            let opts = SessionOptions::default();
+            let (g, e) = std::thread::scope(|s| {
+                let e = s.spawn(|| run_evaluator(&mut y, &RevealAnd, &bb, &opts));
+                let g = run_garbler(&mut x, &RevealAnd, &ab, &opts);
+                (g, e.join().unwrap())
+            });
+            if refused {
+                let want = Refused("all zero");
+                assert_eq!(plain, Err(want));
+                assert!(matches!(sim, Err(SessionError::Refused(w)) if w == want));
+                assert!(matches!(g, Err(SessionError::Refused(w)) if w == want));
+                assert!(matches!(e, Err(SessionError::Refused(w)) if w == want));
+                continue;
+            }
+            let want = reveal_and_plain(a, b);
+            assert_eq!(plain.unwrap(), want);
+            assert_eq!(sim.unwrap(), want);
+            let (g, e) = (g.unwrap(), e.unwrap());
+            assert_eq!((&g.outputs[0], &e.outputs[0]), (&want, &want));
+            let predicted = expected_wire_bytes(&RevealAnd, &st);
+            assert_eq!(
+                (g.report.wire_bytes_sent, e.report.wire_bytes_sent),
+                predicted
+            );
+        }
+        // No flat form.
+        assert!(matches!(
+            generator::build(&RevealAnd),
+            Err(crate::circuit::CircuitError::Reveal)
+        ));
+    }
+
     #[test]
     fn different_circuits_are_refused_on_both_sides() {
         struct Other;

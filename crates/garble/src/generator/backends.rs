@@ -3,7 +3,7 @@
 //! [`Builder`](crate::builder::Builder) ([`BuilderGen`]).
 
 use super::sub::Sub;
-use super::{Gen, Refused, W, Word};
+use super::{Gen, Refused, W, Word, xor_select_fold};
 use crate::builder::{Bit, Builder};
 use crate::circuit::{Circuit, CircuitError, GateKind, Party};
 
@@ -84,6 +84,8 @@ pub struct Counter {
     pub and_depth: u32,
     /// The reveals so far: the AND gates before each, and its width in bits.
     pub reveals: Vec<(u64, usize)>,
+    /// The AND depth of the last reveal's wires: public wires come after it.
+    public_depth: u32,
     mix: u64,
 }
 
@@ -136,13 +138,25 @@ impl Gen for Counter {
             W::V(v) => Some(v.id),
             W::C(_) => None,
         });
+        let depth = w.iter().filter_map(|x| match *x {
+            W::V(v) => Some(v.depth),
+            W::C(_) => None,
+        });
+        self.public_depth = self.public_depth.max(depth.max().unwrap_or(0));
         self.gate(8, first.unwrap_or(u32::MAX), w.len() as u32);
         self.next -= 1;
         None
     }
-    /// Fresh wires of AND depth 0, whatever the bits.
+    /// Fresh wires, whatever the bits, as deep as the reveal they come from (so the AND
+    /// depth counts the path through the reveal).
     fn public(&mut self, bits: &[bool]) -> Word<CountWire> {
-        self.inputs(bits.len())
+        let depth = self.public_depth;
+        (0..bits.len())
+            .map(|_| match self.input() {
+                W::V(v) => W::V(CountWire { depth, ..v }),
+                c => c,
+            })
+            .collect()
     }
     fn refuse(&mut self, _why: Refused) {}
     #[inline]
@@ -204,6 +218,68 @@ impl Gen for Counter {
         self.next -= 1;
         self.mix ^= ids;
         acc
+    }
+
+    /// Counted from the masks: with every item a wire (a one-hot vector's entries, which
+    /// all have the same AND depth), bit `k` with `n` items selected is `n - 1` XOR gates
+    /// after the first item, plus an INV when `init` is 1, as the fold has them; the digest
+    /// mixes the masks and the items' ids instead of each gate. Otherwise, the fold.
+    fn xor_select(&mut self, items: &[W<CountWire>], bits: &[(bool, Vec<u64>)]) -> Word<CountWire> {
+        let mut wires = Vec::with_capacity(items.len());
+        for w in items {
+            match *w {
+                W::V(v) => wires.push(v),
+                W::C(_) => return xor_select_fold(self, items, bits),
+            }
+        }
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let depth = wires.iter().map(|v| v.depth).max().unwrap_or(0);
+        let ids = wires.iter().fold(0u64, |h, v| {
+            h.wrapping_mul(31).wrapping_add(u64::from(v.id))
+        });
+        self.gate(9, wires.len() as u32, bits.len() as u32);
+        self.next -= 1;
+        self.mix ^= ids;
+        let valid = |wi: usize, word: u64| {
+            let lo = wi * 64;
+            match wires.len().saturating_sub(lo) {
+                0 => 0,
+                r if r >= 64 => word,
+                r => word & (u64::MAX >> (64 - r)),
+            }
+        };
+        bits.iter()
+            .map(|(init, mask)| {
+                let mut n = 0u64;
+                let mut h = u64::from(*init);
+                for (wi, &word) in mask.iter().enumerate() {
+                    let m = valid(wi, word);
+                    n += u64::from(m.count_ones());
+                    h = (h.rotate_left(23) ^ m).wrapping_mul(K);
+                }
+                self.mix = (self.mix.rotate_left(23) ^ h).wrapping_mul(K);
+                if n == 0 {
+                    return W::C(*init);
+                }
+                if n == 1 && !*init {
+                    // The one selected item itself, no gate.
+                    let j = mask
+                        .iter()
+                        .enumerate()
+                        .find_map(|(wi, &word)| {
+                            let m = valid(wi, word);
+                            (m != 0).then(|| wi * 64 + m.trailing_zeros() as usize)
+                        })
+                        .unwrap_or(0);
+                    return W::V(wires[j]);
+                }
+                self.xor += n - 1;
+                self.inv += u64::from(*init);
+                self.next += n - 1 + u64::from(*init);
+                let id = (self.next - 1) as u32;
+                W::V(CountWire { id, depth })
+            })
+            .collect()
     }
 
     fn call<F>(

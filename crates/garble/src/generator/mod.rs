@@ -337,6 +337,19 @@ pub trait Gen {
         acc
     }
 
+    /// The output bits of a lookup in a public table by a selector word `items`: bit `k`
+    /// is `init ^ XOR of the items[j] whose bit is set in mask` for `bits[k] = (init,
+    /// mask)` (bit `j % 64` of `mask[j / 64]` selects `items[j]`; bits past `items.len()`
+    /// select nothing). The gates are those of [`Gen::xor_all`] over each bit's selected
+    /// items in order ([`xor_select_fold`]); a counting backend may count them from the
+    /// masks alone.
+    fn xor_select(&mut self, items: &[W<Self::L>], bits: &[(bool, Vec<u64>)]) -> Word<Self::L>
+    where
+        Self: Sized,
+    {
+        xor_select_fold(self, items, bits)
+    }
+
     /// A call of a sub-circuit that is compiled once and replayed: `f`
     /// emits its gates (the default, for plain evaluation, counting and
     /// Bristol output); the streaming garbler and evaluator instead run
@@ -371,6 +384,31 @@ pub trait Gen {
         }
         acc
     }
+}
+
+/// [`Gen::xor_select`] as folds of [`Gen::xor_all`], one per output bit.
+pub fn xor_select_fold<G: Gen>(
+    g: &mut G,
+    items: &[W<G::L>],
+    bits: &[(bool, Vec<u64>)],
+) -> Word<G::L> {
+    let mut picked = Vec::with_capacity(items.len());
+    bits.iter()
+        .map(|(init, mask)| {
+            picked.clear();
+            for (wi, &word) in mask.iter().enumerate() {
+                let mut m = word;
+                while m != 0 {
+                    let j = wi * 64 + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if let Some(&w) = items.get(j) {
+                        picked.push(w);
+                    }
+                }
+            }
+            g.xor_all(W::C(*init), &picked)
+        })
+        .collect()
 }
 
 /// A circuit given as a generator: fixed input and output widths and a
@@ -543,6 +581,46 @@ mod tests {
             let s = p.add_wide(&xa, &yb);
             prop_assert_eq!(to_big(&plain_bits(&s)), &x + &y);
         }
+    }
+
+    /// The counter's `xor_select` from the masks has the fold's gates, wires and depths.
+    #[test]
+    fn counter_counts_selections_like_the_fold() {
+        let mut k = Counter::new();
+        let items = k.inputs(150);
+        let mut state = 0x9e37_79b9u64;
+        let mut word = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut bits: Vec<(bool, Vec<u64>)> = (0..40)
+            .map(|i| (i % 3 == 0, vec![word(), word(), word() | (1 << 40)]))
+            .collect();
+        // None selected, one selected (with and without init), bits past the items.
+        bits.push((false, vec![0, 0, 0]));
+        bits.push((true, vec![0, 0, 0]));
+        bits.push((false, vec![0, 1 << 5, 0]));
+        bits.push((true, vec![0, 1 << 5, 0]));
+        bits.push((false, vec![0, 0, u64::MAX << 22]));
+        let (mut a, mut b) = (k.clone(), k.clone());
+        let fast = a.xor_select(&items, &bits);
+        let fold = xor_select_fold(&mut b, &items, &bits);
+        assert_eq!((a.xor, a.inv, a.next), (b.xor, b.inv, b.next));
+        assert_eq!(fast, fold);
+        // A constant item: the fold itself.
+        let mut items2 = items.clone();
+        items2[3] = W::ONE;
+        let (mut a, mut b) = (k.clone(), k.clone());
+        assert_eq!(
+            a.xor_select(&items2, &bits),
+            xor_select_fold(&mut b, &items2, &bits)
+        );
+        assert_eq!(
+            (a.xor, a.inv, a.next, a.mix()),
+            (b.xor, b.inv, b.next, b.mix())
+        );
     }
 
     #[test]
