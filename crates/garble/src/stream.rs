@@ -248,6 +248,8 @@ pub struct StreamEvaluator<'a> {
     next: usize,
     /// AND gates of the whole circuit.
     and_gates: u64,
+    /// The AND counter at the start (reveal positions count from it).
+    start: u64,
     ch: &'a mut dyn Channel,
     err: Option<SessionError>,
     fused: bool,
@@ -279,6 +281,7 @@ impl<'a> StreamEvaluator<'a> {
             reveals: stats.reveals.clone(),
             next: 0,
             and_gates,
+            start: counter,
             ch,
             err: None,
             fused: hasher.fused(),
@@ -360,7 +363,8 @@ impl Gen for StreamEvaluator<'_> {
             return None;
         }
         let here = self.reveals.get(self.next).copied();
-        if here != Some((self.counter, w.len())) || self.remaining > 0 || self.pos != self.avail {
+        let done = self.counter - self.start;
+        if here != Some((done, w.len())) || self.remaining > 0 || self.pos != self.avail {
             self.err = Some(SessionError::Protocol(MISPLACED));
             return None;
         }

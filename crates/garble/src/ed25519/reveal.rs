@@ -123,7 +123,7 @@ pub fn blinding_share() -> Result<[u8; SHARE_BYTES], RandomnessError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::circuit::{bits_from_bytes, bytes_from_bits};
+    use crate::circuit::bits_from_bytes;
     use crate::generator::{Counter, Plain, plain_bits, plain_word};
     use curve25519_dalek::edwards::EdwardsPoint;
     use curve25519_dalek::scalar::Scalar;
@@ -189,7 +189,6 @@ mod tests {
             encoding(&bits_from_bytes(&id, REVEALED_BITS)).unwrap(),
             EdwardsPoint::mul_base(&Scalar::ZERO).compress().0
         );
-        let _ = bytes_from_bits(&[]);
     }
 
     #[test]

@@ -369,15 +369,10 @@ mod tests {
         }
     }
 
+    type Party = Result<crate::session::SessionOutput, crate::session::SessionError>;
+
     /// Both parties of a session over memory (OT included), each with its own output.
-    fn two_party(
-        c: &Ed25519Sign,
-        g: &[bool],
-        e: &[bool],
-    ) -> (
-        Result<crate::session::SessionOutput, crate::session::SessionError>,
-        Result<crate::session::SessionOutput, crate::session::SessionError>,
-    ) {
+    fn two_party(c: &Ed25519Sign, g: &[bool], e: &[bool]) -> (Party, Party) {
         use crate::channel::mem_pair;
         use crate::session::SessionOptions;
         use crate::stream::{run_evaluator, run_garbler};
