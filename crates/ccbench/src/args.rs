@@ -179,7 +179,8 @@ pub enum GcCircuitCommand {
     },
     /// Gate counts, depth and input/output widths of a circuit.
     Stats {
-        /// A Bristol file, a library circuit name, or ed25519-sign[:LEN].
+        /// A Bristol file, a library circuit name, ed25519-sign[:LEN] (the signature in one
+        /// pass) or ed25519-sign-reveal[:LEN] (R revealed blinded, about half the AND gates).
         circuit: String,
     },
 }
@@ -190,7 +191,9 @@ pub struct PartyArgs {
     /// A Bristol (Fashion or old) file, a library circuit name (aes128, sha256, mul1024),
     /// or ed25519-sign[:LEN]: RFC 8032 signing on a key XOR-shared between the parties
     /// (the garbler's input is its 64-byte share of `seed || public key` followed by the
-    /// LEN-byte message, default 64; the evaluator's is its 64-byte share).
+    /// LEN-byte message, default 64; the evaluator's is its 64-byte share), or
+    /// ed25519-sign-reveal[:LEN], the same signature with R revealed blinded by a factor
+    /// neither party knows (same inputs; each party adds its own random blinding share).
     #[arg(long)]
     pub circuit: String,
     /// This party's input as hex, least significant bit of the first byte first; exactly
@@ -329,6 +332,11 @@ pub struct RunArgs {
     /// delay; each stage gets its predicted time beside the measured one.
     #[arg(long, value_name = "PROFILE", value_parser = parse_net)]
     pub net: Option<Profile>,
+    /// ed25519-2pc: the signature circuit, reveal (R = rB revealed blinded by a factor
+    /// neither party knows and encoded in the clear: about half the AND gates, one round
+    /// trip more) or one-pass (the whole signature in one circuit) [default: reveal].
+    #[arg(long, value_name = "reveal|one-pass", value_parser = ["reveal", "one-pass"])]
+    pub variant: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -201,6 +201,7 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         circuits,
         gc_hash: args.hash.map(|h| h.name().to_owned()),
         net: args.net.as_ref().map(|p| p.spec()),
+        ed25519_variant: args.variant.clone(),
         call_timeout: Some(Duration::from_secs_f64(args.call_timeout)),
     };
     let sink = Sink {

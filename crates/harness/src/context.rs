@@ -74,6 +74,9 @@ pub struct RunOptions {
     /// the scenarios parse it with `garble::link::Profile`, the cli checks it first).
     /// `None`: loopback.
     pub net: Option<String>,
+    /// The circuit of `ed25519-2pc` (`--variant`: `reveal`, R revealed blinded, or
+    /// `one-pass`, the whole signature in one circuit). `None`: `reveal`.
+    pub ed25519_variant: Option<String>,
     /// How long one ecall into a sandboxed enclave started through
     /// [`crate::boundary::Config::builder`] may take before the call fails and the enclave
     /// is ended (a service that never returns must not hang the run); `None`: no limit.
@@ -111,6 +114,7 @@ impl RunOptions {
             circuits: Vec::new(),
             gc_hash: None,
             net: None,
+            ed25519_variant: None,
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }
