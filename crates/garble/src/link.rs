@@ -22,9 +22,13 @@
 //!
 //! What it does not emulate: TCP's congestion control over the long path (each leg is a
 //! loopback connection, so the window never limits), loss, and the delay of the connection
-//! set-up. The kernel's own shaping (network namespaces, `tc` with `tbf` and `netem`) would
-//! emulate a real TCP path but needs root and `netem`, which the VMs this runs on lack; the
-//! records say which emulator they were made with ([`Profile::params`]'s `link_emulator`).
+//! set-up.
+//!
+//! The kernel's link ([`netns`]: two anonymous network namespaces joined by a veth pair,
+//! `tc`'s `tbf` for the rate and `netem` for the delay, or this module's delay line in
+//! series where the kernel has no `netem`) carries a profile where this process may set it
+//! up (root); [`emulator`] chooses between the two ([`Choice`]), and a run's records say
+//! which one carried them ([`Net::params`]'s `link_emulator`).
 //!
 //! Each connection runs four threads (a reader and a writer per direction), all blocking
 //! I/O with short timeouts so that every wait is bounded and the link stops promptly when

@@ -74,6 +74,10 @@ pub struct RunOptions {
     /// the scenarios parse it with `garble::link::Profile`, the cli checks it first).
     /// `None`: loopback.
     pub net: Option<String>,
+    /// Which emulator carries `net` (`--link-emulator`: `auto`, `kernel` or `user`; the
+    /// scenarios parse it with `garble::link::Choice`, the cli checks it first). `None`:
+    /// `auto`, the kernel's link where this process can set it up, else the user-space one.
+    pub link_emulator: Option<String>,
     /// How long one ecall into a sandboxed enclave started through
     /// [`crate::boundary::Config::builder`] may take before the call fails and the enclave
     /// is ended (a service that never returns must not hang the run); `None`: no limit.
@@ -111,6 +115,7 @@ impl RunOptions {
             circuits: Vec::new(),
             gc_hash: None,
             net: None,
+            link_emulator: None,
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }

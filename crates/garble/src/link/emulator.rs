@@ -235,6 +235,16 @@ impl Net {
     }
 }
 
+impl std::fmt::Display for Net {
+    /// The profile, and over a link the emulator: `wan (200 Mbit/s, 20 ms RTT) by userspace`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.carrier {
+            Carrier::Direct => write!(f, "{}", self.profile),
+            _ => write!(f, "{} by {}", self.profile, self.emulator()),
+        }
+    }
+}
+
 /// One session's way across a [`Net`]: the server accepts on [`Crossing::listener`], the
 /// client connects to [`Crossing::addr`] from [`Crossing::client_side`]. Dropping it stops
 /// the session's user-space link or delay line, if any.
