@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use garble::hash::GcHash;
-use garble::link::Profile;
+use garble::link::{Choice, Profile};
 use scenarios::TransitionModel;
 
 /// ccbench: what does confidentiality cost? Runs workloads natively and behind a trust
@@ -328,8 +328,9 @@ pub struct RunArgs {
     /// gc-2pc and ed25519-2pc: the link between the two parties [default: loopback, no
     /// link]: lan10g (10 Gbit/s, 0.2 ms RTT), lan (1 Gbit/s, 1 ms), wan (200 Mbit/s,
     /// 20 ms), intercontinental (100 Mbit/s, 100 ms), or rate=RATE,rtt=TIME (e.g.
-    /// rate=50mbit,rtt=30ms). The sessions run through a user-space link of that rate and
-    /// delay; each stage gets its predicted time beside the measured one.
+    /// rate=50mbit,rtt=30ms). The sessions run through an emulated link of that rate and
+    /// delay (see --link-emulator); each stage gets its predicted time beside the measured
+    /// one.
     #[arg(long, value_name = "PROFILE", value_parser = parse_net)]
     pub net: Option<Profile>,
     /// ed25519-2pc: the signature circuit, reveal (R = rB revealed blinded by a factor
@@ -337,6 +338,13 @@ pub struct RunArgs {
     /// trip more) or one-pass (the whole signature in one circuit) [default: reveal].
     #[arg(long, value_name = "reveal|one-pass", value_parser = ["reveal", "one-pass"])]
     pub variant: Option<String>,
+    /// What carries --net: kernel (two network namespaces joined by a veth pair, tc's tbf
+    /// for the rate, netem for the delay where the kernel has it, else a user-space delay
+    /// line in series; needs root), user (a user-space proxy on loopback: token bucket and
+    /// delay line), or auto (kernel where it can be set up, else user, with a notice). A
+    /// kernel link that cannot be set up is a usage error (exit 2) with the reason.
+    #[arg(long, value_name = "auto|kernel|user", default_value = "auto", value_parser = parse_emulator)]
+    pub link_emulator: Choice,
 }
 
 #[derive(Debug, Args)]
@@ -436,6 +444,10 @@ fn parse_positive(s: &str, what: &str) -> Result<f64, String> {
 fn parse_net(s: &str) -> Result<Profile, String> {
     s.parse()
         .map_err(|e: garble::link::ProfileError| e.to_string())
+}
+
+fn parse_emulator(s: &str) -> Result<Choice, String> {
+    s.parse()
 }
 
 fn parse_hash(s: &str) -> Result<GcHash, String> {

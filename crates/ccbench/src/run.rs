@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result};
+use garble::link::Choice;
 use harness::hex::unhex;
 use harness::{
     Catalog, CircuitChoice, Context, Emit, Preset, RunOptions, ScalingSelection, Scenario,
@@ -169,11 +170,32 @@ fn circuit_choices(args: &RunArgs, selected: &[&dyn Scenario]) -> Result<Vec<Cir
     Ok(out)
 }
 
+/// Checks `--link-emulator` against what this machine allows, before anything runs: a
+/// kernel link asked for and not available is a usage error with the reason; `auto` without
+/// one returns the notice that the user-space link carries the profile instead.
+fn link_emulator(args: &RunArgs) -> Result<Option<String>> {
+    let shaped = args.net.as_ref().is_some_and(|p| !p.is_loopback());
+    if !shaped || args.link_emulator == Choice::User {
+        return Ok(None);
+    }
+    match (garble::link::netns::probe(), args.link_emulator) {
+        (Ok(_), _) => Ok(None),
+        (Err(e), Choice::Kernel) => Err(Exit::usage(format!(
+            "--link-emulator kernel: the kernel link is not available here: {e}"
+        ))
+        .into()),
+        (Err(e), _) => Ok(Some(format!(
+            "note: the kernel link is not available here ({e}): the user-space link carries --net"
+        ))),
+    }
+}
+
 pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
     let selected = catalog
         .resolve(&args.scenarios)
         .map_err(|e| Exit::usage(e.to_string()))?;
     let circuits = circuit_choices(&args, &selected)?;
+    let link_notice = link_emulator(&args)?;
     let injected = injected_check()?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)
@@ -202,6 +224,7 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         gc_hash: args.hash.map(|h| h.name().to_owned()),
         net: args.net.as_ref().map(|p| p.spec()),
         ed25519_variant: args.variant.clone(),
+        link_emulator: Some(args.link_emulator.name().to_owned()),
         call_timeout: Some(Duration::from_secs_f64(args.call_timeout)),
     };
     let sink = Sink {
@@ -211,6 +234,9 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
     let cancel = install_ctrlc(args.quiet);
     let bar = Bar::new(args.quiet);
 
+    if let Some(n) = &link_notice {
+        bar.println(n);
+    }
     let env = capture_env();
     if env.busy() {
         bar.println(&format!(

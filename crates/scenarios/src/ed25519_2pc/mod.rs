@@ -343,7 +343,7 @@ pub fn two_party(
     inputs: &SignInputs,
     hash: GcHash,
 ) -> Result<Signed, ScenarioError> {
-    two_party_over(c, inputs, hash, &garble::link::Profile::loopback())
+    two_party_over(c, inputs, hash, &garble::link::Net::loopback())
 }
 
 /// [`two_party`] over the link `net` (a user-space link between the parties for the
@@ -352,7 +352,7 @@ pub fn two_party_over(
     c: &Ed25519Sign,
     inputs: &SignInputs,
     hash: GcHash,
-    net: &garble::link::Profile,
+    net: &garble::link::Net,
 ) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
     let (public_key, plain) = plain_signature(inputs)?;
@@ -491,9 +491,9 @@ impl Scenario for Ed25519Pc {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
-        let net = crate::gc2pc::net::net_profile(ctx)?;
+        let net = crate::gc2pc::net::open_net(ctx)?;
         // Every record of a run over a link says which link.
-        let ctx = &ctx.with_params(crate::gc2pc::net::net_params(&net));
+        let ctx = &ctx.with_params(crate::gc2pc::net::link_params(&net));
         if let Some(t) = crate::gc2pc::net::link_table(&net)? {
             ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
         }
@@ -626,7 +626,13 @@ impl Scenario for Ed25519Pc {
             let compute = crate::gc2pc::net::Compute::of(std::slice::from_ref(&base))
                 .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
             for r in &over {
-                crate::gc2pc::net::add_predictions(&mut stages, stage_name, &net, r, &compute);
+                crate::gc2pc::net::add_predictions(
+                    &mut stages,
+                    stage_name,
+                    net.profile(),
+                    r,
+                    &compute,
+                );
             }
         }
         // Unknown when any run could not read it.
