@@ -117,12 +117,19 @@ pub enum AgentError {
     /// The channel broke.
     #[error(transparent)]
     Wire(#[from] WireError),
-    /// The middlebox's quote did not verify: no share was sealed or sent.
+    /// The middlebox's quote did not verify: no share was sealed or sent. (Not a `source`:
+    /// the message already says it all, and a chain would repeat it.)
     #[error("{0}; no share was sent")]
-    Attest(#[from] AttestError),
+    Attest(AttestError),
     /// Sealing failed.
     #[error("sealing a share: {0}")]
     Seal(String),
+}
+
+impl From<AttestError> for AgentError {
+    fn from(e: AttestError) -> Self {
+        AgentError::Attest(e)
+    }
 }
 
 /// A share agent's connection to a middlebox whose engine key verified.
