@@ -35,7 +35,7 @@ pub fn build_info() -> BuildInfo {
 }
 
 /// The environment with the harness's own overhead measured (an empty operation, batched).
-fn capture_env() -> Env {
+pub(crate) fn capture_env() -> Env {
     let mut env = Env::capture(build_info());
     // The minimum over a few large batches: the harness's floor, not the machine's noise.
     let overhead = (0..20)
@@ -105,7 +105,7 @@ impl Emit for Sink {
 }
 
 /// `results/<UTC timestamp>`, made unique if a run started in the same second.
-fn default_out_dir() -> PathBuf {
+pub(crate) fn default_out_dir() -> PathBuf {
     let stamp = measure::env::rfc3339_utc(SystemTime::now()).replace(':', "-");
     let base = Path::new("results").join(&stamp);
     let mut dir = base.clone();
@@ -117,7 +117,7 @@ fn default_out_dir() -> PathBuf {
     dir
 }
 
-fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
+pub(crate) fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
     // A second Ctrl-C exits at once; the results file is still valid (records are whole lines).
