@@ -200,6 +200,7 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         platform_key_dir: None,
         circuits,
         gc_hash: args.hash.map(|h| h.name().to_owned()),
+        gc_scheme: args.scheme.map(|s| s.name().to_owned()),
         net: args.net.as_ref().map(|p| p.spec()),
         call_timeout: Some(Duration::from_secs_f64(args.call_timeout)),
     };
