@@ -96,9 +96,10 @@
 //! zero; the evaluator ignores them (they enter no computation, so a peer that
 //! sets them changes nothing).
 //!
-//! Both parties hash through [`Hasher::hash`] in batches of [`BATCH`] gates
-//! (48 blocks garbling, 24 evaluating); there is no fused VAES kernel for
-//! this scheme.
+//! Both parties hash in batches of [`BATCH`] gates: the garbler 48 blocks
+//! under 24 tweaks ([`Hasher::hash_pairs`]: under MITCCRH with AES-NI one key
+//! schedule per pair), the evaluator 24 blocks under 24 tweaks
+//! ([`Hasher::hash`]). There is no fused VAES kernel for this scheme.
 
 use crate::gc::{BATCH, CHUNK_BYTES, Chunks, Slots, TableSink, TableSource, refill};
 use crate::hash::{Block, Hasher, Prg};
@@ -208,14 +209,20 @@ fn mask(m: u8, k: u32) -> u64 {
     u64::from((m >> k) & 1).wrapping_neg()
 }
 
-/// The XOR of the `v[k]` whose bit `k` is set in `m`.
+/// The four XORs of subsets of a label's halves, `[0, X_L, X_R, X_L ^ X_R]`,
+/// indexed by a 2-bit mask (bit 0 `X_L`, bit 1 `X_R`): a linear combination of
+/// six halves is then three lookups instead of six masked terms.
 #[inline(always)]
-fn lin<const N: usize>(m: u8, v: &[u64; N]) -> u64 {
-    let mut x = 0;
-    for (k, &vk) in v.iter().enumerate() {
-        x ^= vk & mask(m, k as u32);
-    }
-    x
+fn subsets(x: Block) -> [u64; 4] {
+    [0, lo(x), hi(x), lo(x) ^ hi(x)]
+}
+
+/// The XOR of the halves of `a`, `b` (and `d`) that mask `m` selects (bits 0-1:
+/// `a`'s, 2-3: `b`'s, 4-5: `d`'s), from their [`subsets`].
+#[inline(always)]
+fn lin(m: u8, a: &[u64; 4], b: &[u64; 4], d: &[u64; 4]) -> u64 {
+    let m = usize::from(m);
+    a[m & 3] ^ b[(m >> 2) & 3] ^ d[(m >> 4) & 3]
 }
 
 #[inline(always)]
@@ -265,27 +272,26 @@ impl Coins<'_> {
 
 /// Garbles one AND gate from its six hashes `h` (`H(A, 3g)`, `H(A ^ R, 3g)`,
 /// `H(B, 3g+1)`, `H(B ^ R, 3g+1)`, `H(A ^ B, 3g+2)`, `H(A ^ B ^ R, 3g+2)`, with
-/// `A`, `B` the colour-0 labels), the colours `(alpha, beta)` of truth 1 and
-/// the coins `(r1, r2)`: writes the table to `t` and returns the output's zero
-/// label.
+/// `A`, `B` the colour-0 labels), the [`subsets`] `d` of `R`, the colours
+/// `(alpha, beta)` of truth 1 and the coins `(r1, r2)`: writes the table to
+/// `t` and returns the output's zero label.
 #[inline(always)]
 fn garble_gate(
     h: &[Block],
-    a: Block,
-    b: Block,
-    delta: Block,
+    (a, b): (Block, Block),
+    d: &[u64; 4],
     (al, be): (u8, u8),
     (r1, r2): (u8, u8),
     t: &mut [u8],
 ) -> Block {
     let m = GARBLE_LIN[usize::from(al | (be << 1) | (r1 << 2) | (r2 << 3))];
-    let v = [lo(a), hi(a), lo(b), hi(b), lo(delta), hi(delta)];
+    let (sa, sb) = (subsets(a), subsets(b));
     let (ha0, ha1, hb0, hb1, hx0, hx1) = (h[0], h[1], h[2], h[3], h[4], h[5]);
-    let cl = lin(m[0], &v) ^ lo(ha0) ^ lo(hx0);
-    let cr = lin(m[1], &v) ^ lo(hb0) ^ lo(hx0);
-    let g0 = lin(m[2], &v) ^ lo(ha0) ^ lo(ha1);
-    let g1 = lin(m[3], &v) ^ lo(hb0) ^ lo(hb1);
-    let g2 = lin(m[4], &v) ^ lo(hx0) ^ lo(hx1);
+    let cl = lin(m[0], &sa, &sb, d) ^ lo(ha0) ^ lo(hx0);
+    let cr = lin(m[1], &sa, &sb, d) ^ lo(hb0) ^ lo(hx0);
+    let g0 = lin(m[2], &sa, &sb, d) ^ lo(ha0) ^ lo(ha1);
+    let g1 = lin(m[3], &sa, &sb, d) ^ lo(hb0) ^ lo(hb1);
+    let g2 = lin(m[4], &sa, &sb, d) ^ lo(hx0) ^ lo(hx1);
     let z0 = r1 ^ hbit(ha0) ^ hbit(hx0);
     let z1 = r2 ^ hbit(hb0) ^ hbit(hx0);
     let z2 = al ^ hbit(ha0) ^ hbit(ha1);
@@ -316,10 +322,11 @@ fn eval_gate(h: &[Block], wa: Block, wb: Block, t: &[u8]) -> Block {
     let r1 = bit(0) ^ (i & bit(2)) ^ ((i ^ j) & bit(4)) ^ hbit(ha) ^ hbit(hx);
     let r2 = bit(1) ^ (j & bit(3)) ^ ((i ^ j) & bit(4)) ^ hbit(hb) ^ hbit(hx);
     let m = EVAL_R[usize::from(i | (j << 1) | (r1 << 2) | (r2 << 3))];
-    let v = [lo(wa), hi(wa), lo(wb), hi(wb)];
+    let (sa, sb) = (subsets(wa), subsets(wb));
+    const NONE: [u64; 4] = [0; 4];
     let ij = mask(i ^ j, 0);
-    let cl = lo(ha) ^ lo(hx) ^ (g0 & mask(i, 0)) ^ (g2 & ij) ^ lin(m[0], &v);
-    let cr = lo(hb) ^ lo(hx) ^ (g1 & mask(j, 0)) ^ (g2 & ij) ^ lin(m[1], &v);
+    let cl = lo(ha) ^ lo(hx) ^ (g0 & mask(i, 0)) ^ (g2 & ij) ^ lin(m[0], &sa, &sb, &NONE);
+    let cr = lo(hb) ^ lo(hx) ^ (g1 & mask(j, 0)) ^ (g2 & ij) ^ lin(m[1], &sa, &sb, &NONE);
     Block(u128::from(cl) | (u128::from(cr) << 64))
 }
 
@@ -368,8 +375,9 @@ pub fn garble_to<S: TableSink + ?Sized>(
         bits: 0,
         left: 0,
     };
+    let d = subsets(delta);
     let mut h = [Block::ZERO; 6 * BATCH];
-    let mut tw = [Block::ZERO; 6 * BATCH];
+    let mut tw = [Block::ZERO; 3 * BATCH];
     let mut ab = [(Block::ZERO, Block::ZERO, 0u8, 0u8); BATCH];
     let mut outs = [0u32; BATCH];
     for seg in &prog.segments {
@@ -396,18 +404,20 @@ pub fn garble_to<S: TableSink + ?Sized>(
                             x ^ delta,
                         ]);
                         let g = *gate_counter + i as u64;
-                        let (t0, t1, t2) = (tweak(g, 0), tweak(g, 1), tweak(g, 2));
-                        tw[6 * i..6 * i + 6].copy_from_slice(&[t0, t0, t1, t1, t2, t2]);
+                        tw[3 * i..3 * i + 3].copy_from_slice(&[
+                            tweak(g, 0),
+                            tweak(g, 1),
+                            tweak(g, 2),
+                        ]);
                     }
-                    hasher.hash(&mut h[..6 * k], &tw[..6 * k]);
+                    hasher.hash_pairs(&mut h[..6 * k], &tw[..3 * k]);
                     sink.put(k * TABLE_BYTES, &mut |tables| {
                         for (i, t) in tables.chunks_exact_mut(TABLE_BYTES).enumerate() {
                             let (ca, cb, al, be) = ab[i];
                             let c = garble_gate(
                                 &h[6 * i..6 * i + 6],
-                                ca,
-                                cb,
-                                delta,
+                                (ca, cb),
+                                &d,
                                 (al, be),
                                 coins.two(),
                                 t,
@@ -526,7 +536,7 @@ mod tests {
                     h.hash(&mut hs, &[t0, t0, t1, t1, t2, t2]);
                     let mut t = [0u8; TABLE_BYTES];
                     let (al, be) = (u8::from(!pa), u8::from(!pb));
-                    let c0 = garble_gate(&hs, ca, cb, delta, (al, be), coins, &mut t);
+                    let c0 = garble_gate(&hs, (ca, cb), &subsets(delta), (al, be), coins, &mut t);
                     assert_eq!(t[24] >> 5, 0, "the high bits of the control byte are zero");
                     for (xa, xb) in [(false, false), (false, true), (true, false), (true, true)] {
                         let wa = a0 ^ delta.select(xa);
