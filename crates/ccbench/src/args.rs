@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use garble::hash::GcHash;
 use garble::link::{Choice, Profile};
+use garble::scheme::Scheme;
 use scenarios::TransitionModel;
 
 /// ccbench: what does confidentiality cost? Runs workloads natively and behind a trust
@@ -336,6 +337,11 @@ pub struct PartyArgs {
     /// across sessions). Both parties must choose the same: the session header carries it.
     #[arg(long, value_name = "mitccrh|fixed-key", default_value = "mitccrh", value_parser = parse_hash)]
     pub hash: GcHash,
+    /// The garbling scheme of the AND gates: half-gates (32 bytes per AND) or three-halves
+    /// (Rosulek-Roy: 25 bytes per AND, more hashing). Both parties must choose the same: the
+    /// session header carries it. ed25519-sign (a generated circuit) takes half-gates only.
+    #[arg(long, value_name = "half-gates|three-halves", default_value = "half-gates", value_parser = parse_scheme)]
+    pub scheme: Scheme,
     /// Also write the session's records (`results.jsonl`) and report (`report.md`,
     /// `report.html`) into this folder, as `ccbench run` does.
     #[arg(long, value_name = "DIR")]
@@ -444,6 +450,12 @@ pub struct RunArgs {
     /// the difference]. gc-2pc's per-gate and no-network figures always cover both.
     #[arg(long, value_name = "mitccrh|fixed-key", value_parser = parse_hash)]
     pub hash: Option<GcHash>,
+    /// gc-2pc: the garbling scheme of the sessions, half-gates (32 bytes per AND) or
+    /// three-halves (25 bytes per AND) [default: half-gates, and gc-2pc then also measures
+    /// three-halves beside it: the schemes table]. ed25519-2pc garbles with half-gates only
+    /// and refuses three-halves.
+    #[arg(long, value_name = "half-gates|three-halves", value_parser = parse_scheme)]
+    pub scheme: Option<Scheme>,
     /// gc-2pc and ed25519-2pc: the link between the two parties [default: loopback, no
     /// link]: lan10g (10 Gbit/s, 0.2 ms RTT), lan (1 Gbit/s, 1 ms), wan (200 Mbit/s,
     /// 20 ms), intercontinental (100 Mbit/s, 100 ms), or rate=RATE,rtt=TIME (e.g.
@@ -572,6 +584,11 @@ fn parse_emulator(s: &str) -> Result<Choice, String> {
 fn parse_hash(s: &str) -> Result<GcHash, String> {
     s.parse()
         .map_err(|e: garble::hash::UnknownHash| e.to_string())
+}
+
+fn parse_scheme(s: &str) -> Result<Scheme, String> {
+    s.parse()
+        .map_err(|e: garble::scheme::UnknownScheme| e.to_string())
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {

@@ -13,6 +13,7 @@ use garble::circuit::bits_from_bytes_exact;
 use garble::ed25519::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES, Variant};
 use garble::generator::Generator as _;
 use garble::link::{Link, Profile};
+use garble::scheme::Scheme;
 use garble::session::{self, SessionOptions};
 use garble::{Circuit, GateKind, Party};
 use harness::hex::{hex, unhex};
@@ -258,6 +259,14 @@ fn sign_party(
     if a.evaluations != 1 {
         anyhow::bail!("--evaluations: ed25519-sign runs one signature per session");
     }
+    if a.scheme != Scheme::HalfGates {
+        return Err(Exit::usage(format!(
+            "--scheme {}: ed25519-sign is a generated circuit, garbled as it is generated, \
+             with half-gates only",
+            a.scheme
+        ))
+        .into());
+    }
     let mut input = input;
     if c.variant == Variant::Reveal {
         // This party's blinding share of R, fresh for the session.
@@ -292,6 +301,7 @@ fn sign_party(
         "circuit" => name.as_str(),
         "evaluations" => 1u64,
         "gc_hash" => r.hash.name(),
+        "gc_scheme" => r.scheme.name(),
     };
     params.extend(net_params(&a.net));
     let rec = Record::new(
@@ -372,11 +382,13 @@ fn print_stats(spec: &str, s: &garble::Stats) {
     println!("garbler input      {} bits", s.garbler_input_bits);
     println!("evaluator input    {} bits", s.evaluator_input_bits);
     println!("output             {} bits", s.output_bits);
-    println!(
-        "garbled tables     {} bytes per evaluation ({} per AND gate)",
-        s.and_gates() * garble::gc::TABLE_BYTES as u64,
-        garble::gc::TABLE_BYTES
-    );
+    for scheme in Scheme::ALL {
+        println!(
+            "garbled tables     {} bytes per evaluation with {scheme} ({} per AND gate)",
+            s.and_gates() * scheme.table_bytes() as u64,
+            scheme.table_bytes()
+        );
+    }
 }
 
 fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
@@ -390,6 +402,7 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
     let opts = SessionOptions {
         deadline: Some(deadline),
         hash: a.hash,
+        scheme: a.scheme,
         ..SessionOptions::default()
     };
     let (mut ch, _link) = channel(role, addr, timeout, deadline, &a.net)?;
@@ -410,6 +423,7 @@ fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
         "circuit" => a.circuit.as_str(),
         "evaluations" => r.evaluations,
         "gc_hash" => r.hash.name(),
+        "gc_scheme" => r.scheme.name(),
     };
     params.extend(net_params(&a.net));
     let rec = Record::new(

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use harness::boundary::{self, Config};
 use harness::enclave::{Backend, MAX_TCS, Registry};
-use harness::{Context, Emit, Preset, RunOptions, ScalingSelection, ScenarioError};
+use harness::{Context, Emit, Preset, RunOptions, ScenarioError};
 use measure::jsonl::to_line;
 use measure::record::{Body, Record};
 use scenarios::tls_middlebox::batch::BatchLimits;
@@ -110,17 +110,9 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
 
     let options = RunOptions {
         preset: Preset::Full,
-        threads: None,
-        scaling: ScalingSelection::Both,
         duration: a.duration.map(Duration::from_secs_f64),
-        out_dir: out_dir.clone(),
-        transition_model: None,
-        sampler: None,
         platform_key_dir: a.platform_key_dir.clone(),
-        circuits: Vec::new(),
-        gc_hash: None,
-        net: None,
-        call_timeout: Some(harness::context::DEFAULT_CALL_TIMEOUT),
+        ..RunOptions::quick(out_dir.clone())
     };
     let records = Records::default();
     let stop = crate::run::install_ctrlc(true);

@@ -222,6 +222,7 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         platform_key_dir: None,
         circuits,
         gc_hash: args.hash.map(|h| h.name().to_owned()),
+        gc_scheme: args.scheme.map(|s| s.name().to_owned()),
         net: args.net.as_ref().map(|p| p.spec()),
         ed25519_variant: args.variant.clone(),
         link_emulator: Some(args.link_emulator.name().to_owned()),

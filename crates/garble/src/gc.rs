@@ -62,8 +62,8 @@ fn get(buf: &[u8]) -> Block {
 /// [`Program`] is below [`Program::num_slots`], so the mask never changes an
 /// index; it lets the compiler see that every index is in bounds, which
 /// removes a compare and branch from every wire access.
-struct Slots<'a> {
-    l: &'a mut [Block],
+pub(crate) struct Slots<'a> {
+    pub(crate) l: &'a mut [Block],
     mask: usize,
 }
 
@@ -74,7 +74,7 @@ impl<'a> Slots<'a> {
     ///
     /// If `labels` is shorter than that.
     #[inline(always)]
-    fn new(prog: &Program, labels: &'a mut [Block]) -> Slots<'a> {
+    pub(crate) fn new(prog: &Program, labels: &'a mut [Block]) -> Slots<'a> {
         let cap = prog.label_capacity();
         assert!(
             labels.len() >= cap,
@@ -88,12 +88,12 @@ impl<'a> Slots<'a> {
     }
 
     #[inline(always)]
-    fn get(&self, s: u32) -> Block {
+    pub(crate) fn get(&self, s: u32) -> Block {
         self.l[s as usize & self.mask]
     }
 
     #[inline(always)]
-    fn set(&mut self, s: u32, v: Block) {
+    pub(crate) fn set(&mut self, s: u32, v: Block) {
         self.l[s as usize & self.mask] = v;
     }
 
@@ -106,7 +106,7 @@ impl<'a> Slots<'a> {
     /// every other gate's 128-bit XOR into 64-bit halves (more
     /// instructions, split stores), so it stays a plain loop.
     #[inline(always)]
-    fn xor_run(&mut self, run: &[[u32; 3]]) {
+    pub(crate) fn xor_run(&mut self, run: &[[u32; 3]]) {
         for &[a, b, o] in run {
             self.set(o, self.get(a) ^ self.get(b));
         }
@@ -138,14 +138,14 @@ impl<C: Channel + ?Sized> TableSink for C {
 
 /// Tables gathered in a buffer of [`CHUNK_BYTES`] that goes to a closure
 /// whenever it fills ([`Chunks::finish`] passes on the rest).
-struct Chunks<'a, E> {
-    buf: Vec<u8>,
-    fill: usize,
-    to: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
+pub(crate) struct Chunks<'a, E> {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) fill: usize,
+    pub(crate) to: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
 }
 
 impl<E> Chunks<'_, E> {
-    fn finish(mut self) -> Result<(), E> {
+    pub(crate) fn finish(mut self) -> Result<(), E> {
         if self.fill > 0 {
             (self.to)(&self.buf[..self.fill])?;
             self.fill = 0;
@@ -380,7 +380,7 @@ pub fn evaluate<E>(
 /// (whole tables, fewer than a batch) to the front and fills the rest from
 /// `source`, at most `remaining` bytes.
 #[inline(never)]
-fn refill<E>(
+pub(crate) fn refill<E>(
     buf: &mut [u8],
     pos: &mut usize,
     avail: &mut usize,
@@ -549,7 +549,7 @@ pub fn simulate(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::circuit::{Circuit, Gate, bits_from_bytes};
     use crate::hash::{Backend, GcHash, Prg};
@@ -558,7 +558,7 @@ mod tests {
     /// A random circuit with every gate kind (EQ and EQW too, which the
     /// builder folds away), wire by wire; the outputs are EQW copies (the first an EQ
     /// constant when there are no inputs and no gates).
-    fn all_kinds_circuit(seed: u64, gi: u32, ei: u32, n: u32, nout: u32) -> Circuit {
+    pub(crate) fn all_kinds_circuit(seed: u64, gi: u32, ei: u32, n: u32, nout: u32) -> Circuit {
         let mut s = seed | 1;
         let mut next = move |m: u32| {
             s ^= s << 13;
@@ -693,7 +693,7 @@ mod tests {
     /// at a time, key schedules word-sliced by fours, the generic code hashes
     /// eight gates at a time with eight keys in flight, the portable cipher
     /// four keys per schedule.
-    fn hashers_of(kind: GcHash) -> Vec<Hasher> {
+    pub(crate) fn hashers_of(kind: GcHash) -> Vec<Hasher> {
         let seed = Block(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
         let mut v = vec![Hasher::of(kind, seed, Backend::Portable).unwrap()];
         if let Ok(fast) = Hasher::of(kind, seed, Backend::AesNi) {

@@ -4,7 +4,9 @@
 //!   evaluation and statistics; [`bristol`]: Bristol Fashion I/O.
 //! * [`builder`]: build circuits from Rust; [`library`]: AES-128, SHA-256,
 //!   multiplication.
-//! * [`program`]: scheduling and slot allocation; [`gc`]: half-gates.
+//! * [`program`]: scheduling and slot allocation; [`gc`]: half-gates;
+//!   [`threehalves`]: three-halves (25 bytes per AND); [`scheme`]: the choice
+//!   between them.
 //! * [`hash`]: blocks, AES-128 (AES-NI or portable), the garbling hash, PRG.
 //! * [`ot`]: base OT (Chou-Orlandi over Ristretto) and IKNP extension.
 //! * [`channel`]: TCP and in-memory channels; [`link`]: link profiles and the
@@ -28,8 +30,10 @@ pub mod microbench;
 pub mod ot;
 pub mod program;
 mod sbox;
+pub mod scheme;
 pub mod session;
 pub mod stream;
+pub mod threehalves;
 
 pub use builder::{Bit, Builder};
 pub use circuit::{Circuit, CircuitError, Gate, GateKind, Party, Stats};

@@ -18,9 +18,9 @@ use thiserror::Error;
 use crate::builder::Builder;
 use crate::channel::{DEFAULT_TIMEOUT, TcpChannel};
 use crate::circuit::{Circuit, GateKind, Party};
-use crate::gc::{self, TABLE_BYTES};
 use crate::hash::{Backend, BackendUnavailable, Block, GcHash, Hasher, Prg};
 use crate::program::Program;
+use crate::scheme::Scheme;
 use crate::session::{
     SessionError, SessionOptions, SessionOutput, SessionReport, Stage, run_evaluator, run_garbler,
 };
@@ -115,15 +115,29 @@ pub const GATE_BLOCK: usize = 1 << 16;
 /// figure depended on who asked for it.
 ///
 /// `hash` is the garbling hash ([`GcHash`]; MITCCRH under a fixed seed: its
-/// cost does not depend on the seed).
-#[inline(never)]
+/// cost does not depend on the seed). Half-gates; [`gate_timing_with`] takes
+/// the scheme.
 pub fn gate_timing(
     kind: GateKind,
     gates: usize,
     backend: Backend,
     hash: GcHash,
 ) -> Result<GateTiming, BackendUnavailable> {
+    gate_timing_with(kind, gates, backend, hash, Scheme::HalfGates)
+}
+
+/// [`gate_timing`] under a garbling scheme (the tables of one block take
+/// [`Scheme::table_bytes`] per AND gate).
+#[inline(never)]
+pub fn gate_timing_with(
+    kind: GateKind,
+    gates: usize,
+    backend: Backend,
+    hash: GcHash,
+    scheme: Scheme,
+) -> Result<GateTiming, BackendUnavailable> {
     let mut prg = Prg::from_seed([0x5a; 16]);
+    let mut coins = Prg::from_seed([0x5b; 16]);
     let hasher = Hasher::of(hash, prg.block(), backend)?;
     let block = gates.clamp(1, GATE_BLOCK);
     let reps = gates.div_ceil(block).max(1);
@@ -135,23 +149,25 @@ pub fn gate_timing(
     prg.fill(&mut g);
     let mut e = g.clone();
     // Touch the table memory first so that page faults are not timed.
-    let mut tables = vec![1u8; prog.and_gates() as usize * TABLE_BYTES];
+    let mut tables = vec![1u8; prog.and_gates() as usize * scheme.table_bytes()];
     let (mut gctr, mut ectr) = (0, 0);
     let (mut garble, mut evaluate) = (Duration::ZERO, Duration::ZERO);
     let mut garble_once = |g: &mut [Block], tables: &mut [u8]| {
         let mut woff = 0;
         let t0 = Instant::now();
-        let _: Result<(), ()> = gc::garble(&prog, &hasher, delta, g, &mut gctr, &mut |b| {
+        let sink = &mut |b: &[u8]| {
             tables[woff..woff + b.len()].copy_from_slice(b);
             woff += b.len();
             Ok(())
-        });
+        };
+        let _: Result<(), ()> =
+            scheme.garble(&prog, &hasher, delta, &mut coins, g, &mut gctr, sink);
         garble += t0.elapsed();
     };
     let mut evaluate_once = |e: &mut [Block], tables: &[u8]| {
         let mut off = 0;
         let t0 = Instant::now();
-        let _: Result<(), ()> = gc::evaluate(&prog, &hasher, e, &mut ectr, &mut |buf| {
+        let _: Result<(), ()> = scheme.evaluate(&prog, &hasher, e, &mut ectr, &mut |buf| {
             buf.copy_from_slice(&tables[off..off + buf.len()]);
             off += buf.len();
             Ok(())
@@ -185,14 +201,27 @@ pub fn gate_timing(
 
 /// Garbles `prog` `reps` times with tables discarded (no memory traffic for
 /// tables beyond one chunk) and returns the total time: the pure garbling
-/// rate of a circuit, under the garbling hash `hash`.
+/// rate of a circuit, under the garbling hash `hash`, with half-gates
+/// ([`garble_only_with`] takes the scheme).
 pub fn garble_only(
     prog: &Program,
     reps: usize,
     backend: Backend,
     hash: GcHash,
 ) -> Result<Duration, BackendUnavailable> {
+    garble_only_with(prog, reps, backend, hash, Scheme::HalfGates)
+}
+
+/// [`garble_only`] under a garbling scheme.
+pub fn garble_only_with(
+    prog: &Program,
+    reps: usize,
+    backend: Backend,
+    hash: GcHash,
+    scheme: Scheme,
+) -> Result<Duration, BackendUnavailable> {
     let mut prg = Prg::from_seed([0xa5; 16]);
+    let mut coins = Prg::from_seed([0xa6; 16]);
     let hasher = Hasher::of(hash, prg.block(), backend)?;
     let mut delta = prg.block();
     delta.0 |= 1;
@@ -202,10 +231,12 @@ pub fn garble_only(
     let mut sum = 0u8;
     let t0 = Instant::now();
     for _ in 0..reps {
-        let _: Result<(), ()> = gc::garble(prog, &hasher, delta, &mut g, &mut counter, &mut |b| {
+        let sink = &mut |b: &[u8]| {
             sum ^= b[0];
             Ok(())
-        });
+        };
+        let _: Result<(), ()> =
+            scheme.garble(prog, &hasher, delta, &mut coins, &mut g, &mut counter, sink);
     }
     let t = t0.elapsed();
     std::hint::black_box(sum);
@@ -240,8 +271,8 @@ impl LoopbackRun {
         self.and_gates() as f64 / t.as_secs_f64().max(1e-12)
     }
 
-    /// Bytes the garbler sent while garbling, per AND gate: exactly
-    /// [`TABLE_BYTES`] (32).
+    /// Bytes the garbler sent while garbling, per AND gate: exactly the
+    /// scheme's [`Scheme::table_bytes`] (32 or 25).
     pub fn table_bytes_per_and(&self) -> f64 {
         self.garbler.stage(Stage::Garble).bytes_sent as f64 / self.and_gates().max(1) as f64
     }

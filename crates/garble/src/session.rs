@@ -6,17 +6,18 @@
 //!
 //! 1. Init: the garbler sends `MAGIC`, the circuit digest, the number of
 //!    evaluations, the computation's index in the session, the garbling hash
-//!    ([`GcHash`]) and, for MITCCRH, the session seed (80 bytes); the
-//!    evaluator answers with its own header (the seed echoed) before it checks
-//!    the garbler's, so that a mismatch is reported on both sides, each naming
-//!    both values.
+//!    ([`GcHash`]), the garbling scheme ([`Scheme`]) and, for MITCCRH, the
+//!    session seed (80 bytes); the evaluator answers with its own header (the
+//!    seed echoed) before it checks the garbler's, so that a mismatch is
+//!    reported on both sides, each naming both values.
 //! 2. OT Init: 128 Chou-Orlandi base OTs seed the IKNP extension, in the
 //!    first computation of a session only.
 //! 3. Peer Inputs: the evaluator gets the labels of all its input bits, for
 //!    all evaluations at once, by correlated OT extension (16 + 16 bytes per
 //!    bit); then, per evaluation, the garbler sends its 16-byte input labels.
-//! 4. Garble: the garbler streams 32 bytes per AND gate while garbling; the
-//!    evaluator evaluates as the bytes arrive. Nothing else is on the wire.
+//! 4. Garble: the garbler streams 32 bytes per AND gate (half-gates) or 25
+//!    (three-halves) while garbling; the evaluator evaluates as the bytes
+//!    arrive. Nothing else is on the wire.
 //! 5. Result: per evaluation the garbler sends the output decoding bits and
 //!    the output check (two 8-byte tags per output, [`gc::output_check`]); the
 //!    evaluator checks its output labels against it ([`SessionError::OutputCheck`]
@@ -82,15 +83,18 @@ use crate::gc;
 use crate::hash::{Backend, BackendUnavailable, Block, GcHash, Hasher, Prg, RandomnessError};
 use crate::ot::{IknpReceiver, IknpSender, OtError};
 use crate::program::Program;
+use crate::scheme::Scheme;
 
 /// Protocol magic and version (3: the header names the garbling hash and
-/// carries MITCCRH's seed, and the Result stage has the output check).
-pub const MAGIC: [u8; 8] = *b"CCGC\x00\x03\x00\x00";
+/// carries MITCCRH's seed, and the Result stage has the output check; 4: the
+/// header names the garbling scheme too).
+pub const MAGIC: [u8; 8] = *b"CCGC\x00\x04\x00\x00";
 
 /// Bytes of the header each party sends per computation: [`MAGIC`], the
 /// circuit digest, the number of evaluations, the computation's index in the
-/// session, the hash's id ([`GcHash::id`]) and the 16-byte seed (zero for the
-/// fixed-key hash).
+/// session, the hash's id ([`GcHash::id`], 4 bytes), the scheme's id
+/// ([`Scheme::id`], 4 bytes) and the 16-byte seed (zero for the fixed-key
+/// hash).
 pub const HEADER_BYTES: usize = 80;
 
 /// Which side of the protocol.
@@ -177,13 +181,16 @@ pub struct SessionReport {
     pub backend: Backend,
     /// The garbling hash.
     pub hash: GcHash,
+    /// The garbling scheme of the AND gates.
+    pub scheme: Scheme,
     /// One entry per [`Stage`], in order.
     pub stages: Vec<StageReport>,
     /// Statistics of the circuit (one evaluation).
     pub circuit: Stats,
     /// Label slots (peak live wires) of the compiled circuit.
     pub label_slots: u32,
-    /// Garbled-table bytes moved (32 per AND gate per evaluation).
+    /// Garbled-table bytes moved ([`Scheme::table_bytes`] per AND gate per
+    /// evaluation).
     pub table_bytes: u64,
     /// Wall time of the whole session.
     pub total: Duration,
@@ -258,6 +265,10 @@ pub struct SessionOptions {
     /// The garbling hash (default: [`GcHash::Mitccrh`]). Both parties must
     /// choose the same one: the header carries it.
     pub hash: GcHash,
+    /// The garbling scheme (default: [`Scheme::HalfGates`]). Both parties
+    /// must choose the same one: the header carries it. The streaming session
+    /// of generated circuits ([`crate::stream`]) garbles with half-gates only.
+    pub scheme: Scheme,
 }
 
 impl Default for SessionOptions {
@@ -266,6 +277,7 @@ impl Default for SessionOptions {
             backend: Backend::detect(),
             deadline: None,
             hash: GcHash::default(),
+            scheme: Scheme::default(),
         }
     }
 }
@@ -334,6 +346,27 @@ pub enum SessionError {
         /// The number in the peer's header.
         peer: u64,
     },
+    /// The peer garbles with another scheme.
+    #[error("we garble with {ours}, the peer with {peer}: both parties need the same --scheme")]
+    SchemeMismatch {
+        /// Ours.
+        ours: Scheme,
+        /// The peer's.
+        peer: Scheme,
+    },
+    /// The peer's header names a scheme this build does not know.
+    #[error(
+        "the peer's header names garbling scheme number {peer}, which this build does not know (we garble with {ours})"
+    )]
+    UnknownScheme {
+        /// Ours.
+        ours: Scheme,
+        /// The number in the peer's header.
+        peer: u32,
+    },
+    /// This session garbles with half-gates only.
+    #[error("the streaming session of generated circuits garbles with half-gates only, not {0}")]
+    SchemeUnsupported(Scheme),
     /// An output label failed the garbler's output check: the outputs are
     /// not accepted.
     #[error("evaluation {evaluation}: {source}")]
@@ -448,18 +481,24 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
 /// Garbler: the 80-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
 /// receiver); 16 bytes per evaluator input bit for the correlated OT extension; and per
 /// evaluation 16 bytes per garbler input bit (its labels), 32 bytes per AND gate (two
-/// half-gate ciphertexts), one output-decoding bit per output wire, in whole bytes, and
+/// half-gate ciphertexts; see [`expected_wire_bytes_with`] for three-halves' 25), one
+/// output-decoding bit per output wire, in whole bytes, and
 /// 16 bytes of output check per output wire. Evaluator: the 80-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
 /// 128 evaluator input bits (rounded up) per base OT; and the outputs, in whole bytes per
 /// evaluation. A session's measured socket counters are checked against these.
 pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {
-    predicted_wire_bytes(
+    expected_wire_bytes_with(circuit, n, Scheme::HalfGates)
+}
+
+/// [`expected_wire_bytes`] under a garbling scheme: [`Scheme::table_bytes`] per AND gate.
+pub fn expected_wire_bytes_with(circuit: &Circuit, n: u64, scheme: Scheme) -> (u64, u64) {
+    wire_bytes(
         HEADER_BYTES as u64,
         circuit.garbler_input_bits(),
         circuit.evaluator_input_bits(),
         circuit.output_bits(),
         circuit.output_bits(),
-        circuit.stats().and_gates(),
+        circuit.stats().and_gates() * scheme.table_bytes() as u64,
         n,
     )
 }
@@ -476,6 +515,28 @@ pub(crate) fn predicted_wire_bytes(
     and: u64,
     n: u64,
 ) -> (u64, u64) {
+    let tables = and * gc::TABLE_BYTES as u64;
+    wire_bytes(
+        header,
+        garbler_bits,
+        evaluator_bits,
+        output_bits,
+        checked_outputs,
+        tables,
+        n,
+    )
+}
+
+/// [`predicted_wire_bytes`] from the table bytes of one evaluation.
+fn wire_bytes(
+    header: u64,
+    garbler_bits: usize,
+    evaluator_bits: usize,
+    output_bits: usize,
+    checked_outputs: usize,
+    tables: u64,
+    n: u64,
+) -> (u64, u64) {
     let gbits = garbler_bits as u64;
     let ebits = evaluator_bits as u64;
     let out = output_bits.div_ceil(8) as u64;
@@ -487,7 +548,7 @@ pub(crate) fn predicted_wire_bytes(
         (16 * m, 16 * m.div_ceil(128) * kappa)
     };
     let check = (crate::gc::CHECK_BYTES * checked_outputs) as u64;
-    let garbler = header + 32 * kappa + ot_garbler + n * (16 * gbits + 32 * and + out + check);
+    let garbler = header + 32 * kappa + ot_garbler + n * (16 * gbits + tables + out + check);
     let evaluator = header + 32 + ot_evaluator + n * out;
     (garbler, evaluator)
 }
@@ -540,30 +601,52 @@ pub(crate) fn new_hash_params(hash: GcHash, prg: &mut Prg) -> HashParams {
     HashParams { hash, seed }
 }
 
-fn header(prog: &Program, n: u64, seq: u64, hp: HashParams) -> Vec<u8> {
+fn header(prog: &Program, n: u64, seq: u64, hp: HashParams, scheme: Scheme) -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER_BYTES);
     h.extend_from_slice(&MAGIC);
     h.extend_from_slice(&prog.digest());
     h.extend_from_slice(&n.to_le_bytes());
     h.extend_from_slice(&seq.to_le_bytes());
-    h.extend_from_slice(&hp.bytes());
+    let mut hb = hp.bytes();
+    // The hash's id is a small number in the low 4 bytes of its 8; the scheme takes the
+    // high 4.
+    hb[4..8].copy_from_slice(&scheme.id().to_le_bytes());
+    h.extend_from_slice(&hb);
     h
+}
+
+/// Reads a header's 24 hash bytes: the hash ([`HashParams::check`], on the bytes with the
+/// scheme's 4 cleared) and the scheme must be ours. Returns the peer's seed.
+fn check_hash_scheme((hash, ours): (GcHash, Scheme), got: &[u8]) -> Result<Block, SessionError> {
+    let mut b = [0u8; 24];
+    b.copy_from_slice(&got[..24]);
+    let mut id = [0u8; 4];
+    id.copy_from_slice(&b[4..8]);
+    b[4..8].fill(0);
+    let seed = HashParams::check(hash, &b)?;
+    let id = u32::from_le_bytes(id);
+    let peer = Scheme::from_id(id).ok_or(SessionError::UnknownScheme { ours, peer: id })?;
+    if peer != ours {
+        return Err(SessionError::SchemeMismatch { ours, peer });
+    }
+    Ok(seed)
 }
 
 const BAD_MAGIC: &str = "bad magic: the peer is not a ccbench garble peer of this version";
 
-/// Checks a peer's header against ours (hash `hash`); returns the peer's seed.
+/// Checks a peer's header against ours (hash `hash`, scheme `scheme`); returns the peer's
+/// seed.
 fn check_header(
     prog: &Program,
     n: u64,
     seq: u64,
-    hash: GcHash,
+    ours: (GcHash, Scheme),
     got: &[u8; HEADER_BYTES],
 ) -> Result<Block, SessionError> {
     if got[..8] != MAGIC {
         return Err(SessionError::Protocol(BAD_MAGIC));
     }
-    let seed = HashParams::check(hash, &got[56..80])?;
+    let seed = check_hash_scheme(ours, &got[56..80])?;
     if got[8..40] != prog.digest() {
         return Err(SessionError::CircuitMismatch);
     }
@@ -611,7 +694,7 @@ fn report(
     role: Role,
     prog: &Program,
     n: u64,
-    hasher: &Hasher,
+    (hasher, scheme): (&Hasher, Scheme),
     stages: Stages,
     t0: Instant,
     moved: Counters,
@@ -623,10 +706,11 @@ fn report(
         evaluations: n,
         backend: hasher.backend(),
         hash: hasher.kind(),
+        scheme,
         stages: stages.acc,
         circuit: prog.stats().clone(),
         label_slots: prog.num_slots(),
-        table_bytes: prog.and_gates() * gc::TABLE_BYTES as u64 * n,
+        table_bytes: prog.and_gates() * scheme.table_bytes() as u64 * n,
         total: t0.elapsed(),
         busy,
         compile,
@@ -686,6 +770,7 @@ impl Sequence {
 pub struct GarblerSession {
     hasher: Hasher,
     hash: HashParams,
+    scheme: Scheme,
     prg: Prg,
     delta: Block,
     ot: Option<IknpSender>,
@@ -715,6 +800,7 @@ impl GarblerSession {
         Ok(GarblerSession {
             hasher: hash.hasher(opts.backend)?,
             hash,
+            scheme: opts.scheme,
             prg,
             delta,
             ot: None,
@@ -766,11 +852,12 @@ impl GarblerSession {
         let n = inputs.len() as u64;
 
         st.enter(Stage::Init, ch);
-        ch.send(&header(&prog, n, seq, self.hash))?;
+        let scheme = self.scheme;
+        ch.send(&header(&prog, n, seq, self.hash, scheme))?;
         ch.flush()?;
         let mut ack = [0u8; HEADER_BYTES];
         ch.recv(&mut ack)?;
-        if check_header(&prog, n, seq, self.hash.hash, &ack)? != self.hash.seed {
+        if check_header(&prog, n, seq, (self.hash.hash, scheme), &ack)? != self.hash.seed {
             return Err(SessionError::Protocol(
                 "the peer echoed another hash seed than ours",
             ));
@@ -809,7 +896,7 @@ impl GarblerSession {
             }
 
             st.enter(Stage::Garble, ch);
-            gc::garble_to(&prog, hasher, delta, &mut labels, counter, ch)?;
+            scheme.garble_to(&prog, hasher, delta, prg, &mut labels, counter, ch)?;
 
             st.enter(Stage::Result, ch);
             let mut msg = bytes_from_bits(&gc::decode_bits(&prog, &labels));
@@ -837,7 +924,7 @@ impl GarblerSession {
                 Role::Garbler,
                 &prog,
                 n,
-                hasher,
+                (hasher, scheme),
                 st,
                 t0,
                 moved,
@@ -951,17 +1038,17 @@ impl EvaluatorSession {
         }
         // Answer before checking, so that the garbler reports a mismatch too,
         // naming both sides' values; the seed goes back as received.
-        let ours = self.opts.hash;
-        let echo = match HashParams::check(ours, &hdr[56..80]) {
+        let (ours, scheme) = (self.opts.hash, self.opts.scheme);
+        let echo = match check_hash_scheme((ours, scheme), &hdr[56..80]) {
             Ok(seed) => HashParams { hash: ours, seed },
             Err(_) => HashParams {
                 hash: ours,
                 seed: Block::ZERO,
             },
         };
-        ch.send(&header(&prog, n, seq, echo))?;
+        ch.send(&header(&prog, n, seq, echo, scheme))?;
         ch.flush()?;
-        let seed = check_header(&prog, n, seq, ours, &hdr)?;
+        let seed = check_header(&prog, n, seq, (ours, scheme), &hdr)?;
         let hp = HashParams { hash: ours, seed };
         match &self.hasher {
             None => self.hasher = Some((hp.hasher(self.opts.backend)?, hp)),
@@ -1013,7 +1100,7 @@ impl EvaluatorSession {
             }
 
             st.enter(Stage::Garble, ch);
-            gc::evaluate(&prog, hasher, &mut labels, counter, &mut |b| ch.recv(b))?;
+            scheme.evaluate(&prog, hasher, &mut labels, counter, &mut |b| ch.recv(b))?;
 
             st.enter(Stage::Result, ch);
             ch.recv(&mut dbytes)?;
@@ -1045,7 +1132,7 @@ impl EvaluatorSession {
                 Role::Evaluator,
                 &prog,
                 n,
-                hasher,
+                (hasher, scheme),
                 st,
                 t0,
                 moved,

@@ -37,6 +37,7 @@ use crate::gc::{CHUNK_BYTES, TABLE_BYTES};
 use crate::generator::{self, Gen, GenStats, Generator, Refused, Sub, W, Word};
 use crate::hash::{Block, Hasher, Prg};
 use crate::ot::{IknpReceiver, IknpSender};
+use crate::scheme::Scheme;
 use crate::session::{
     Clocks, Counters, HashParams, Role, SessionError, SessionOptions, SessionOutput, SessionReport,
     Stage, Stages, apply_deadline, new_hash_params,
@@ -555,6 +556,7 @@ fn report(
         evaluations: 1,
         backend: hasher.backend(),
         hash: hasher.kind(),
+        scheme: Scheme::HalfGates,
         stages: st.acc,
         circuit: stats.stats.clone(),
         // Labels live in the generator's values; no slot array.
@@ -571,6 +573,15 @@ fn report(
     }
 }
 
+/// This session garbles with half-gates only: another scheme is refused before a byte is
+/// sent.
+fn half_gates_only(opts: &SessionOptions) -> Result<(), SessionError> {
+    match opts.scheme {
+        Scheme::HalfGates => Ok(()),
+        other => Err(SessionError::SchemeUnsupported(other)),
+    }
+}
+
 /// Runs the garbler of a generated circuit once (the Load stage counts its
 /// gates with [`generator::stats`] for the digest exchanged at Init).
 pub fn run_garbler<C: Channel, G: Generator>(
@@ -579,6 +590,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
+    half_gates_only(opts)?;
     apply_deadline(opts.deadline, ch);
     let ch = &mut RoundTrips::new(ch);
     let clocks = Clocks::start(ch);
@@ -657,6 +669,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
+    half_gates_only(opts)?;
     apply_deadline(opts.deadline, ch);
     let ch = &mut RoundTrips::new(ch);
     let clocks = Clocks::start(ch);

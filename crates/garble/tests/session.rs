@@ -10,9 +10,10 @@ use garble::circuit::bits_from_bytes;
 use garble::gc;
 use garble::hash::{Backend, GcHash, Hasher, Prg};
 use garble::program::Program;
+use garble::scheme::Scheme;
 use garble::session::{
     EvaluatorSession, GarblerSession, HEADER_BYTES, SessionError, SessionOptions, Stage,
-    run_evaluator, run_garbler,
+    expected_wire_bytes_with, run_evaluator, run_garbler,
 };
 use garble::{Bit, Builder, Circuit, Party, library};
 use proptest::prelude::*;
@@ -791,4 +792,192 @@ fn a_stage_over_a_link_takes_at_least_its_round_trips() {
         assert!(r.total >= p.rtt * r.round_trips as u32);
     }
     assert_eq!(go.report.round_trips, 3);
+}
+
+/// Three-halves end to end: the library circuits under both hashes and both backends, three
+/// evaluations each, outputs equal to evaluation in the clear, exactly 25 bytes of table per
+/// AND, and every byte on the wire accounted for.
+#[test]
+fn three_halves_two_party() {
+    let mut prg = Prg::from_seed([12; 16]);
+    for (c, be, hash) in [
+        (library::aes128(), Backend::detect(), GcHash::Mitccrh),
+        (library::aes128(), Backend::detect(), GcHash::FixedKey),
+        (library::aes128(), Backend::Portable, GcHash::Mitccrh),
+        (
+            library::sha256_compress(),
+            Backend::detect(),
+            GcHash::Mitccrh,
+        ),
+        (library::mul(128), Backend::detect(), GcHash::FixedKey),
+    ] {
+        let n = 3;
+        let g: Vec<Vec<bool>> = (0..n)
+            .map(|_| random_bits(&mut prg, c.garbler_input_bits()))
+            .collect();
+        let e: Vec<Vec<bool>> = (0..n)
+            .map(|_| random_bits(&mut prg, c.evaluator_input_bits()))
+            .collect();
+        let opts = SessionOptions {
+            backend: be,
+            hash,
+            scheme: Scheme::ThreeHalves,
+            ..SessionOptions::default()
+        };
+        let (go, eo) = two_party(&c, g.clone(), e.clone(), opts);
+        for i in 0..n {
+            let want = c.eval(&g[i], &e[i]).unwrap();
+            assert_eq!(go.outputs[i], want);
+            assert_eq!(eo.outputs[i], want);
+        }
+        let r = &go.report;
+        assert_eq!(
+            (r.scheme, eo.report.scheme),
+            (Scheme::ThreeHalves, Scheme::ThreeHalves)
+        );
+        assert_eq!(r.table_bytes, 25 * c.stats().and_gates() * n as u64);
+        assert_eq!(r.stage(Stage::Garble).bytes_sent, r.table_bytes);
+        assert_eq!(eo.report.stage(Stage::Garble).bytes_received, r.table_bytes);
+        assert_eq!(
+            (r.bytes_sent, eo.report.bytes_sent),
+            expected_wire_bytes_with(&c, n as u64, Scheme::ThreeHalves)
+        );
+        let (hg, _) = expected_wire_bytes_with(&c, n as u64, Scheme::HalfGates);
+        assert_eq!(hg - r.bytes_sent, 7 * c.stats().and_gates() * n as u64);
+    }
+}
+
+/// A three-halves session of several computations (one OT set-up, the gate counter running
+/// on) decodes every one.
+#[test]
+fn a_three_halves_session_runs_several_computations() {
+    let aes = library::aes128();
+    let mul = library::mul(16);
+    let mut prg = Prg::from_seed([0x52; 16]);
+    let jobs: Vec<(Circuit, Vec<bool>, Vec<bool>)> = [&aes, &mul, &aes]
+        .iter()
+        .map(|c| {
+            let g = random_bits(&mut prg, c.garbler_input_bits());
+            let e = random_bits(&mut prg, c.evaluator_input_bits());
+            ((*c).clone(), g, e)
+        })
+        .collect();
+    let opts = SessionOptions {
+        scheme: Scheme::ThreeHalves,
+        ..SessionOptions::default()
+    };
+    let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+    let ejobs = jobs.clone();
+    let t = std::thread::spawn(move || {
+        let mut s = EvaluatorSession::new(&opts).unwrap();
+        ejobs
+            .iter()
+            .map(|(c, _, e)| s.run(&mut b, c, std::slice::from_ref(e)).unwrap())
+            .collect::<Vec<_>>()
+    });
+    let mut s = GarblerSession::new(&opts).unwrap();
+    for (k, (c, g, e)) in jobs.iter().enumerate() {
+        let go = s.run(&mut a, c, std::slice::from_ref(g)).unwrap();
+        assert_eq!(go.outputs[0], c.eval(g, e).unwrap(), "computation {k}");
+    }
+    for (k, ((c, g, e), eo)) in jobs.iter().zip(t.join().unwrap()).enumerate() {
+        assert_eq!(eo.outputs[0], c.eval(g, e).unwrap(), "computation {k}");
+    }
+}
+
+/// Parties with different schemes fail at the header, each with a typed error naming both
+/// schemes, under either hash.
+#[test]
+fn different_schemes_fail_at_the_header_on_both_sides() {
+    for (gs, es, hash) in [
+        (Scheme::HalfGates, Scheme::ThreeHalves, GcHash::Mitccrh),
+        (Scheme::ThreeHalves, Scheme::HalfGates, GcHash::Mitccrh),
+        (Scheme::ThreeHalves, Scheme::HalfGates, GcHash::FixedKey),
+    ] {
+        let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+        let t = std::thread::spawn(move || {
+            let opts = SessionOptions {
+                scheme: es,
+                hash,
+                ..SessionOptions::default()
+            };
+            run_evaluator(&mut b, &library::mul(8), &[vec![true; 8]], &opts)
+        });
+        let opts = SessionOptions {
+            scheme: gs,
+            hash,
+            ..SessionOptions::default()
+        };
+        let g = run_garbler(&mut a, &library::mul(8), &[vec![false; 8]], &opts);
+        let e = t.join().unwrap();
+        assert!(
+            matches!(g, Err(SessionError::SchemeMismatch { ours, peer }) if ours == gs && peer == es),
+            "{g:?}"
+        );
+        assert!(
+            matches!(e, Err(SessionError::SchemeMismatch { ours, peer }) if ours == es && peer == gs),
+            "{e:?}"
+        );
+        let msg = e.unwrap_err().to_string();
+        assert!(msg.contains(gs.name()) && msg.contains(es.name()), "{msg}");
+    }
+}
+
+/// A header naming a scheme this build does not know: a typed error naming the number and
+/// our scheme.
+#[test]
+fn an_unknown_scheme_in_the_header_is_a_typed_error() {
+    let c = library::mul(8);
+    let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+    let t = std::thread::spawn(move || {
+        run_evaluator(
+            &mut b,
+            &library::mul(8),
+            &[vec![true; 8]],
+            &SessionOptions::default(),
+        )
+    });
+    let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+    let g = std::thread::spawn(move || {
+        let _ = run_garbler(&mut x, &c, &[vec![false; 8]], &SessionOptions::default());
+    });
+    let mut hdr = [0u8; HEADER_BYTES];
+    y.recv(&mut hdr).unwrap();
+    hdr[60..64].copy_from_slice(&9u32.to_le_bytes());
+    a.send(&hdr).unwrap();
+    a.flush().unwrap();
+    let e = t.join().unwrap();
+    drop(y);
+    let _ = g.join();
+    assert!(
+        matches!(
+            e,
+            Err(SessionError::UnknownScheme {
+                ours: Scheme::HalfGates,
+                peer: 9
+            })
+        ),
+        "{e:?}"
+    );
+}
+
+/// The streaming session of generated circuits garbles with half-gates only: three-halves
+/// is refused with a typed error before anything is sent.
+#[test]
+fn the_streaming_session_refuses_three_halves() {
+    let opts = SessionOptions {
+        scheme: Scheme::ThreeHalves,
+        ..SessionOptions::default()
+    };
+    let (mut a, mut b) = mem_pair(Duration::from_secs(5));
+    let sig = garble::ed25519::Ed25519Sign::PUBLISHED;
+    let g = garble::stream::run_garbler(&mut a, &sig, &[], &opts);
+    let e = garble::stream::run_evaluator(&mut b, &sig, &[], &opts);
+    for r in [g, e] {
+        assert!(
+            matches!(r, Err(SessionError::SchemeUnsupported(Scheme::ThreeHalves))),
+            "{r:?}"
+        );
+    }
+    assert_eq!((a.bytes_sent(), b.bytes_sent()), (0, 0));
 }

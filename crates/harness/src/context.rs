@@ -69,6 +69,10 @@ pub struct RunOptions {
     /// name; the scenarios map and check it). `None`: each scenario's default (MITCCRH for the
     /// sessions, and `gc-2pc` also measures the other hash beside it).
     pub gc_hash: Option<String>,
+    /// The garbling scheme of `gc-2pc`'s sessions (`--scheme`: `half-gates` or
+    /// `three-halves`, by name; the scenarios map and check it). `None`: half-gates for the
+    /// sessions, and `gc-2pc` also measures three-halves beside it.
+    pub gc_scheme: Option<String>,
     /// The link between the two parties of the two-party scenarios (`--net`: a profile's
     /// name, `loopback`, `lan10g`, `lan`, `wan`, `intercontinental`, or `rate=..,rtt=..`;
     /// the scenarios parse it with `garble::link::Profile`, the cli checks it first).
@@ -117,6 +121,7 @@ impl RunOptions {
             platform_key_dir: None,
             circuits: Vec::new(),
             gc_hash: None,
+            gc_scheme: None,
             net: None,
             ed25519_variant: None,
             link_emulator: None,

@@ -124,6 +124,37 @@ impl Hasher {
         }
     }
 
+    /// `xs[2i] = H(xs[2i], tweaks[i])` and `xs[2i + 1] = H(xs[2i + 1], tweaks[i])`:
+    /// pairs of blocks under one tweak (the garbler's `X`, `X ^ R`), the same
+    /// values as [`Hasher::hash`] with each tweak repeated. Under MITCCRH with
+    /// AES-NI one key schedule serves each pair. `xs.len()` must be
+    /// `2 * tweaks.len()`.
+    ///
+    /// # Panics
+    ///
+    /// If the lengths do not match.
+    #[inline]
+    pub fn hash_pairs(&self, xs: &mut [Block], tweaks: &[Block]) {
+        assert_eq!(xs.len(), 2 * tweaks.len(), "two blocks per tweak");
+        match (self.seed, self.backend()) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the AES-NI backend exists only where `Backend::available`
+            // found AES-NI, SSE2 and SSSE3 at run time.
+            (Some(seed), Backend::AesNi) => unsafe { ni::mitccrh_pairs(seed, xs, tweaks) },
+            _ => {
+                // Each tweak twice, 16 blocks at a time.
+                for (c, t) in xs.chunks_mut(16).zip(tweaks.chunks(8)) {
+                    let mut tw = [Block::ZERO; 16];
+                    for (i, &ti) in t.iter().enumerate() {
+                        tw[2 * i] = ti;
+                        tw[2 * i + 1] = ti;
+                    }
+                    self.hash(c, &tw[..c.len()]);
+                }
+            }
+        }
+    }
+
     /// Whether the fused VAES half-gates kernels ([`Hasher::garble_ands`],
     /// [`Hasher::eval_ands`]) are available.
     #[inline]

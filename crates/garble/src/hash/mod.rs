@@ -511,6 +511,31 @@ mod tests {
         assert_eq!(GcHash::from_id(3), None);
     }
 
+    /// `hash_pairs` is `hash` with each tweak used twice, on every backend and hash, for
+    /// every count of pairs (the AES-NI kernel's groups of four and their remainders).
+    #[test]
+    fn hash_pairs_is_hash_with_each_tweak_twice() {
+        let mut prg = Prg::from_seed([0x42; 16]);
+        for (kind, be) in GcHash::ALL
+            .into_iter()
+            .flat_map(|k| [Backend::Portable, Backend::AesNi].map(|b| (k, b)))
+        {
+            let Ok(h) = Hasher::of(kind, prg.block(), be) else {
+                continue;
+            };
+            for n in 0..13 {
+                let mut xs = vec![Block::ZERO; 2 * n];
+                prg.fill(&mut xs);
+                let tw: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+                let twice: Vec<Block> = tw.iter().flat_map(|&t| [t, t]).collect();
+                let mut want = xs.clone();
+                h.hash(&mut want, &twice);
+                h.hash_pairs(&mut xs, &tw);
+                assert!(xs == want, "{kind:?} {be:?} {n} pairs");
+            }
+        }
+    }
+
     #[test]
     fn sigma_is_the_orthomorphism() {
         let x = Block((0x1111u128 << 64) | 0x2222);

@@ -491,6 +491,15 @@ impl Scenario for Ed25519Pc {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
+        // The signature circuit is generated as it is garbled (garble::stream), with
+        // half-gates only: three-halves (`--scheme`) is refused before anything runs.
+        if let (garble::scheme::Scheme::ThreeHalves, _) = crate::gc2pc::session_scheme(ctx)? {
+            return Err(ScenarioError::step(
+                "--scheme",
+                "ed25519-2pc garbles with half-gates only (its circuit is generated as it is \
+                 garbled); three-halves is available in gc-2pc and ccbench gc",
+            ));
+        }
         let net = crate::gc2pc::net::open_net(ctx)?;
         // Every record of a run over a link says which link.
         let ctx = &ctx.with_params(crate::gc2pc::net::link_params(&net));

@@ -25,6 +25,14 @@
 //! costs. Every record says its hash in `params.gc_hash` (`params.hash` is the AES backend,
 //! as before). The `peers` table puts other engines' published or measured figures beside
 //! this run's.
+//!
+//! The garbling scheme (`--scheme`, [`RunOptions::gc_scheme`](harness::RunOptions)): the
+//! sessions garble with half-gates unless the user chose three-halves (Rosulek and Roy,
+//! CRYPTO 2021: 25 bytes per AND instead of 32, more hashing). Without `--scheme` the AND
+//! micro-benchmark, the garbling without a network and the bulk sessions also run under the
+//! other scheme (with the sessions' hash, over the same link), and the `schemes` table puts
+//! the two side by side and says which wins where. Every garbled-circuit record says its
+//! scheme in `params.gc_scheme`.
 
 mod analysis;
 pub mod net;
@@ -36,7 +44,8 @@ use garble::circuit::bits_from_bytes_exact;
 use garble::hash::{Backend as HashBackend, GcHash};
 use garble::microbench;
 use garble::program::Program;
-use garble::{Circuit, Party};
+use garble::scheme::Scheme;
+use garble::{Circuit, GateKind, Party};
 use measure::params;
 use measure::record::{Body, Check, Table, Value, Verdict};
 use measure::sampler::Samples;
@@ -127,6 +136,47 @@ pub(crate) fn session_hash(ctx: &Context<'_>) -> Result<(GcHash, bool), Scenario
             .map(|h| (h, true))
             .map_err(|e| ScenarioError::step("--hash", e)),
     }
+}
+
+/// The scheme of the sessions, and whether the user chose it (`--scheme`): without a choice
+/// the sessions garble with half-gates and `gc-2pc` measures three-halves beside it.
+pub(crate) fn session_scheme(ctx: &Context<'_>) -> Result<(Scheme, bool), ScenarioError> {
+    match &ctx.options.gc_scheme {
+        None => Ok((Scheme::default(), false)),
+        Some(s) => s
+            .parse()
+            .map(|x| (x, true))
+            .map_err(|e| ScenarioError::step("--scheme", e)),
+    }
+}
+
+/// The scheme that is not `s`.
+fn other_scheme(s: Scheme) -> Scheme {
+    match s {
+        Scheme::HalfGates => Scheme::ThreeHalves,
+        Scheme::ThreeHalves => Scheme::HalfGates,
+    }
+}
+
+/// What one scheme cost in this run (the sessions' hash, detected AES backend): the AND gate
+/// alone, for the `schemes` table.
+#[derive(Debug, Clone, Copy)]
+struct SchemeFigures {
+    scheme: Scheme,
+    /// AND gate, isolated: garble and evaluate, ns.
+    and_garble: f64,
+    and_evaluate: f64,
+}
+
+/// One circuit's figures under one scheme (the sessions' hash): garbling without a network
+/// and bulk 2PC in M AND/s, and the table bytes per AND the bulk sessions' garbler sent.
+#[derive(Debug, Clone)]
+struct CircuitSchemeFigures {
+    circuit: String,
+    scheme: Scheme,
+    garble_mand: f64,
+    bulk_mand: Option<f64>,
+    bytes_per_and: Option<f64>,
 }
 
 /// The hash that is not `h`.
@@ -283,20 +333,26 @@ fn chosen(ctx: &Context<'_>) -> Result<Vec<Chosen>, ScenarioError> {
 }
 
 impl Gc2pc {
-    /// The per-gate micro-benchmarks under both hashes and every backend here; returns the
-    /// costs of `session` on the detected backend (the theoretical minimum of the sessions)
-    /// and the AND figures of both hashes on it.
+    /// The per-gate micro-benchmarks under both hashes and every backend here, with the
+    /// sessions' scheme `schemes[0]`, and the AND gate under every scheme of `schemes` with
+    /// the sessions' hash on the detected backend (XOR and INV are the same in both
+    /// schemes); returns the costs of `session` on the detected backend (the theoretical
+    /// minimum of the sessions), the AND figures of both hashes on it and those of the
+    /// schemes.
+    #[allow(clippy::type_complexity)]
     fn gate_costs(
         &self,
         ctx: &Context<'_>,
         plan: &Plan,
         session: GcHash,
-    ) -> Result<(GateCosts, Vec<HashFigures>), ScenarioError> {
+        schemes: &[Scheme],
+    ) -> Result<(GateCosts, Vec<HashFigures>, Vec<SchemeFigures>), ScenarioError> {
         let mut costs = GateCosts {
             garble: [0.0; 3],
             evaluate: [0.0; 3],
         };
         let mut figures = Vec::new();
+        let mut by_scheme = Vec::new();
         let mut backends = vec![HashBackend::detect()];
         if backends[0] != HashBackend::Portable {
             backends.push(HashBackend::Portable);
@@ -305,46 +361,68 @@ impl Gc2pc {
             for hash in [session, other(session)] {
                 let mut and = [0.0; 2];
                 for (i, &kind) in MICRO_KINDS.iter().enumerate() {
-                    ctx.check_cancel()?;
-                    // The portable cipher is ~35x slower: fewer gates keep the run short.
-                    let gates = if backend == HashBackend::Portable {
-                        plan.gates / 16
-                    } else {
-                        plan.gates
-                    };
-                    let mut garble = Vec::with_capacity(plan.runs);
-                    let mut evaluate = Vec::with_capacity(plan.runs);
-                    for _ in 0..plan.runs {
-                        let t = microbench::gate_timing(kind, gates, backend, hash)
-                            .at("gate timing")?;
-                        garble.push(t.garble_ns());
-                        evaluate.push(t.evaluate_ns());
-                    }
-                    for (op, v) in [("garble", garble), ("evaluate", evaluate)] {
-                        let s = Samples {
-                            iters_per_sample: gates as u64,
-                            per_iter_ns: v,
-                            overhead_ns: None,
+                    let these =
+                        if kind == GateKind::And && backend == backends[0] && hash == session {
+                            schemes
+                        } else {
+                            &schemes[..1]
                         };
-                        let p = params! {
-                            "gate" => gate_name(kind),
-                            "hash" => hash_name(backend),
-                            "gc_hash" => hash.name(),
+                    for &scheme in these {
+                        ctx.check_cancel()?;
+                        // The portable cipher is ~35x slower: fewer gates keep the run short.
+                        let gates = if backend == HashBackend::Portable {
+                            plan.gates / 16
+                        } else {
+                            plan.gates
                         };
-                        let median =
-                            ctx.emit_samples(NAME, "gc", p, &format!("{op}-gate"), s, None)?;
-                        let slot = usize::from(op != "garble");
-                        if i == 0 {
-                            and[slot] = median;
+                        let mut garble = Vec::with_capacity(plan.runs);
+                        let mut evaluate = Vec::with_capacity(plan.runs);
+                        for _ in 0..plan.runs {
+                            let t =
+                                microbench::gate_timing_with(kind, gates, backend, hash, scheme)
+                                    .at("gate timing")?;
+                            garble.push(t.garble_ns());
+                            evaluate.push(t.evaluate_ns());
                         }
-                        if backend == backends[0] && hash == session {
-                            match op {
-                                "garble" => costs.garble[i] = median,
-                                _ => costs.evaluate[i] = median,
+                        let mut this = [0.0; 2];
+                        for (op, v) in [("garble", garble), ("evaluate", evaluate)] {
+                            let s = Samples {
+                                iters_per_sample: gates as u64,
+                                per_iter_ns: v,
+                                overhead_ns: None,
+                            };
+                            let p = params! {
+                                "gate" => gate_name(kind),
+                                "hash" => hash_name(backend),
+                                "gc_hash" => hash.name(),
+                                "gc_scheme" => scheme.name(),
+                            };
+                            let median =
+                                ctx.emit_samples(NAME, "gc", p, &format!("{op}-gate"), s, None)?;
+                            let slot = usize::from(op != "garble");
+                            this[slot] = median;
+                            if scheme != schemes[0] {
+                                continue;
+                            }
+                            if i == 0 {
+                                and[slot] = median;
+                            }
+                            if backend == backends[0] && hash == session {
+                                match op {
+                                    "garble" => costs.garble[i] = median,
+                                    _ => costs.evaluate[i] = median,
+                                }
                             }
                         }
+                        if kind == GateKind::And && backend == backends[0] && hash == session {
+                            by_scheme.push(SchemeFigures {
+                                scheme,
+                                and_garble: this[0],
+                                and_evaluate: this[1],
+                            });
+                        }
+                        ctx.progress().advance(1);
                     }
-                    ctx.progress().advance(1);
                 }
                 if backend == backends[0] {
                     figures.push(HashFigures {
@@ -355,7 +433,7 @@ impl Gc2pc {
                 }
             }
         }
-        Ok((costs, figures))
+        Ok((costs, figures, by_scheme))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -367,23 +445,25 @@ impl Gc2pc {
         chosen: &Chosen,
         headline: bool,
         (hash, chosen_hash): (GcHash, bool),
+        (scheme, chosen_scheme): (Scheme, bool),
         net: &Net,
         rows: &mut Vec<Vec<Value>>,
-        by_hash: &mut Vec<CircuitHashFigures>,
+        (by_hash, by_scheme): (&mut Vec<CircuitHashFigures>, &mut Vec<CircuitSchemeFigures>),
     ) -> Result<WireBytes, ScenarioError> {
         let (name, c) = (chosen.spec.as_str(), &chosen.circuit);
         let (gi, ei) = (&chosen.garbler_input, &chosen.evaluator_input);
         let stats = c.stats();
         let and = stats.and_gates();
-        let ph = |h: GcHash| {
+        let ph = |h: GcHash, s: Scheme| {
             params! {
                 "circuit" => name,
                 "and_gates" => and,
                 "gates" => stats.gates,
                 "gc_hash" => h.name(),
+                "gc_scheme" => s.name(),
             }
         };
-        let p = || ph(hash);
+        let p = || ph(hash, scheme);
         let plain_p = || params! {"circuit" => name, "and_gates" => and, "gates" => stats.gates};
         let cfg = ctx.options.sampler();
 
@@ -419,14 +499,19 @@ impl Gc2pc {
         };
         ctx.emit_samples(NAME, "gc", plain_p(), "compile", s, None)?;
 
-        // Garbling alone, no network: under both hashes.
+        // Garbling alone, no network: under both hashes, and under the other scheme (with
+        // the sessions' hash) unless the user chose one.
         let reps = (plan.gates as u64 / and.max(1)).clamp(1, 1 << 16) as usize;
         let mut garble_only = 0.0;
-        for h in [hash, other(hash)] {
+        let mut alone = vec![(hash, scheme), (other(hash), scheme)];
+        if !chosen_scheme {
+            alone.push((hash, other_scheme(scheme)));
+        }
+        for (h, sc) in alone {
             ctx.check_cancel()?;
             let mut per_eval = Vec::with_capacity(plan.runs);
             for _ in 0..plan.runs {
-                let d = microbench::garble_only(&prog, reps, HashBackend::detect(), h)
+                let d = microbench::garble_only_with(&prog, reps, HashBackend::detect(), h, sc)
                     .at("garbling")?;
                 per_eval.push(d.as_nanos() as f64 / reps as f64);
             }
@@ -435,17 +520,28 @@ impl Gc2pc {
                 per_iter_ns: per_eval,
                 overhead_ns: None,
             };
-            let median = ctx.emit_samples(NAME, "gc", ph(h), "garble", s, None)?;
-            if h == hash {
+            let median = ctx.emit_samples(NAME, "gc", ph(h, sc), "garble", s, None)?;
+            if h == hash && sc == scheme {
                 garble_only = median;
             }
-            by_hash.push(CircuitHashFigures {
-                circuit: name.to_owned(),
-                hash: h,
-                garble_mand: and as f64 / median * 1e3,
-                bulk_mand: None,
-                single_ms: None,
-            });
+            if sc == scheme {
+                by_hash.push(CircuitHashFigures {
+                    circuit: name.to_owned(),
+                    hash: h,
+                    garble_mand: and as f64 / median * 1e3,
+                    bulk_mand: None,
+                    single_ms: None,
+                });
+            }
+            if h == hash {
+                by_scheme.push(CircuitSchemeFigures {
+                    circuit: name.to_owned(),
+                    scheme: sc,
+                    garble_mand: and as f64 / median * 1e3,
+                    bulk_mand: None,
+                    bytes_per_and: None,
+                });
+            }
         }
         ctx.progress().advance(1);
 
@@ -458,18 +554,26 @@ impl Gc2pc {
         let mut over = Vec::with_capacity(plan.sessions);
         for _ in 0..plan.sessions {
             ctx.check_cancel()?;
-            let both = two_party_over(name, c, (gi.as_slice(), ei.as_slice()), 1, hash, net)?;
+            let both = two_party_over(
+                name,
+                c,
+                (gi.as_slice(), ei.as_slice()),
+                1,
+                (hash, scheme),
+                net,
+            )?;
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
             let r = both.garbler;
             add_stages(&mut stages, &r);
             over.push(r.clone());
             totals.push(r.total.as_nanos() as f64);
-            let expected = garble::session::expected_wire_bytes(c, 1).0;
+            let expected = garble::session::expected_wire_bytes_with(c, 1, scheme).0;
+            let tables = scheme.table_bytes() as u64 * and;
             wire = WireBytes {
                 measured: r.wire_bytes_sent,
                 expected,
-                tables_per_and: (r.wire_bytes_sent as f64 - (expected - 32 * and) as f64)
+                tables_per_and: (r.wire_bytes_sent as f64 - (expected - tables) as f64)
                     / and.max(1) as f64,
             };
         }
@@ -491,7 +595,7 @@ impl Gc2pc {
                 c,
                 (gi.as_slice(), ei.as_slice()),
                 1,
-                hash,
+                (hash, scheme),
                 plan.sessions,
                 p(),
             )?;
@@ -514,16 +618,18 @@ impl Gc2pc {
         )?;
         ctx.progress().advance(1);
 
-        // Bulk sessions: many evaluations per session; under the other hash too unless the
-        // user chose one.
+        // Bulk sessions: many evaluations per session; under the other hash and the other
+        // scheme too unless the user chose them.
         let evals = plan.bulk_for(and);
-        let bulk_hashes: &[GcHash] = if chosen_hash {
-            &[hash]
-        } else {
-            &[hash, other(hash)]
-        };
+        let mut bulk_runs = vec![(hash, scheme)];
+        if !chosen_hash {
+            bulk_runs.push((other(hash), scheme));
+        }
+        if !chosen_scheme {
+            bulk_runs.push((hash, other_scheme(scheme)));
+        }
         let mut bulk = 0.0;
-        for &h in bulk_hashes {
+        for (h, sc) in bulk_runs {
             let mut per_eval = Vec::with_capacity(plan.bulk_sessions);
             let mut stages = Stages::new();
             let mut total = 0.0;
@@ -531,7 +637,8 @@ impl Gc2pc {
             let mut over = Vec::with_capacity(plan.bulk_sessions);
             for _ in 0..plan.bulk_sessions {
                 ctx.check_cancel()?;
-                let both = two_party_over(name, c, (gi.as_slice(), ei.as_slice()), evals, h, net)?;
+                let inputs = (gi.as_slice(), ei.as_slice());
+                let both = two_party_over(name, c, inputs, evals, (h, sc), net)?;
                 busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
                 busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
                 let r = both.garbler;
@@ -545,21 +652,30 @@ impl Gc2pc {
                 per_iter_ns: per_eval,
                 overhead_ns: None,
             };
-            let mut bp = ph(h);
+            let mut bp = ph(h, sc);
             bp.insert("evaluations".into(), evals.into());
             let bulk_m = ctx.emit_measurement(NAME, "2pc", bp.clone(), "session-bulk", s, None)?;
             let median = bulk_m.summary.median_ns;
             emit_busy(ctx, bp.clone(), "session-bulk", busy, evals)?;
             if let Some(f) = by_hash
                 .iter_mut()
-                .find(|f| f.circuit == name && f.hash == h)
+                .find(|f| f.circuit == name && f.hash == h && sc == scheme)
             {
                 f.bulk_mand = Some(and as f64 / median * 1e3);
                 if h == hash {
                     f.single_ms = Some(single / 1e6);
                 }
             }
-            if h == hash {
+            if let Some(f) = by_scheme
+                .iter_mut()
+                .find(|f| f.circuit == name && f.scheme == sc && h == hash)
+            {
+                f.bulk_mand = Some(and as f64 / median * 1e3);
+                f.bytes_per_and = over.first().map(|r| {
+                    r.stage(Stage::Garble).bytes_sent as f64 / (and * evals).max(1) as f64
+                });
+            }
+            if h == hash && sc == scheme {
                 bulk = median;
                 if !net.is_loopback() {
                     let lp = bp.clone();
@@ -569,7 +685,7 @@ impl Gc2pc {
                         c,
                         (gi.as_slice(), ei.as_slice()),
                         evals,
-                        h,
+                        (h, sc),
                         1,
                         lp,
                     )?;
@@ -604,6 +720,7 @@ impl Gc2pc {
         rows.push(vec![
             Value::from(name),
             Value::from(hash.name()),
+            Value::from(scheme.name()),
             Value::from(and),
             Value::from(stats.gates),
             Value::from(plain / 1e3),
@@ -628,7 +745,7 @@ fn loopback_baseline(
     c: &Circuit,
     inputs: (&[u8], &[u8]),
     evaluations: u64,
-    hash: GcHash,
+    gc: (GcHash, Scheme),
     sessions: usize,
     mut p: measure::record::Params,
 ) -> Result<Compute, ScenarioError> {
@@ -636,7 +753,7 @@ fn loopback_baseline(
     let mut reports = Vec::with_capacity(sessions);
     for _ in 0..sessions {
         ctx.check_cancel()?;
-        let both = two_party_over(name, c, inputs, evaluations, hash, &Net::loopback())?;
+        let both = two_party_over(name, c, inputs, evaluations, gc, &Net::loopback())?;
         add_stages(&mut stages, &both.garbler);
         reports.push(both.garbler);
     }
@@ -708,21 +825,30 @@ impl Scenario for Gc2pc {
         }
         let plan = Plan::of(ctx.options.preset);
         let (hash, chosen_hash) = session_hash(ctx)?;
-        // Three gate kinds, two hashes, one or two backends.
+        let (scheme, chosen_scheme) = session_scheme(ctx)?;
+        let schemes: Vec<Scheme> = if chosen_scheme {
+            vec![scheme]
+        } else {
+            vec![scheme, other_scheme(scheme)]
+        };
+        // Three gate kinds, two hashes, one or two backends; the AND gate under the other
+        // scheme.
         let micro = if HashBackend::detect() == HashBackend::Portable {
             6
         } else {
             12
-        };
+        } + schemes.len()
+            - 1;
         let circuits = chosen(ctx)?;
         let own = !ctx.options.circuits.is_empty();
-        let per_circuit = if chosen_hash { 4 } else { 5 };
+        let per_circuit = 4 + usize::from(!chosen_hash) + usize::from(!chosen_scheme);
         ctx.progress()
             .begin(NAME, (micro + circuits.len() * per_circuit) as u64);
-        let (costs, figures) = self.gate_costs(ctx, &plan, hash)?;
+        let (costs, figures, scheme_figures) = self.gate_costs(ctx, &plan, hash, &schemes)?;
         let mut rows = Vec::new();
         let mut bytes = Vec::new();
         let mut by_hash = Vec::new();
+        let mut by_scheme = Vec::new();
         for chosen in &circuits {
             // The cost summary: AES-128 of the published comparison, or each of the user's.
             let headline = own || chosen.spec == HEADLINE_CIRCUIT;
@@ -733,9 +859,10 @@ impl Scenario for Gc2pc {
                 chosen,
                 headline,
                 (hash, chosen_hash),
+                (scheme, chosen_scheme),
                 &net,
                 &mut rows,
-                &mut by_hash,
+                (&mut by_hash, &mut by_scheme),
             )?;
             bytes.push((chosen.spec.as_str(), wire));
         }
@@ -745,6 +872,7 @@ impl Scenario for Gc2pc {
             columns: [
                 "circuit",
                 "hash",
+                "scheme",
                 "AND gates",
                 "gates",
                 "plain µs",
@@ -780,9 +908,21 @@ impl Scenario for Gc2pc {
             params! {},
             Body::Table(analysis::peer_table(&figures, &by_hash)),
         )?;
+        if !chosen_scheme {
+            ctx.emit(
+                NAME,
+                "2pc",
+                params! {},
+                Body::Table(analysis::scheme_table(
+                    (hash, net.profile()),
+                    &scheme_figures,
+                    &by_scheme,
+                )),
+            )?;
+        }
         // The garbler's socket counters (bytes the kernel accepted), one single-shot session
-        // per circuit, against the protocol's messages: 32 bytes per AND gate plus the
-        // input labels, the OT traffic and the header (`expected_wire_bytes`).
+        // per circuit, against the protocol's messages: the scheme's table bytes per AND gate
+        // plus the input labels, the OT traffic and the header (`expected_wire_bytes_with`).
         let off: Vec<String> = bytes
             .iter()
             .filter(|(_, w)| w.measured.abs_diff(w.expected) as f64 > 0.05 * w.expected as f64)
@@ -807,7 +947,7 @@ impl Scenario for Gc2pc {
                 Verdict::Pass,
                 format!(
                     "every 2PC output matched plain evaluation on both sides; the garbler's \
-                     socket carried what the protocol predicts within 5%: {}",
+                     socket carried what the protocol predicts ({scheme}) within 5%: {}",
                     summary.join("; ")
                 ),
             )

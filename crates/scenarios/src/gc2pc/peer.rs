@@ -18,6 +18,7 @@ use garble::channel::{Channel, Deadline, TcpChannel};
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::hash::GcHash;
 use garble::link::Net;
+use garble::scheme::Scheme;
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
 
@@ -137,6 +138,7 @@ pub(super) struct EvaluatorSpec {
     input: Vec<u8>,
     token: Token,
     hash: GcHash,
+    scheme: Scheme,
 }
 
 impl Drop for EvaluatorSpec {
@@ -155,11 +157,13 @@ impl EvaluatorSpec {
             &hex(&self.input),
             &self.token.hex(),
             self.hash.name(),
+            self.scheme.name(),
         ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, circuit, evaluations, input, token, hash] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, circuit, evaluations, input, token, hash, scheme] =
+            spec_fields(EVALUATOR_ENV, s)?;
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             circuit: circuit.to_owned(),
@@ -169,6 +173,9 @@ impl EvaluatorSpec {
             input: unhex(input).map_err(|_| format!("{EVALUATOR_ENV} spec: bad input"))?,
             token: Token::from_hex(token)?,
             hash: hash
+                .parse()
+                .map_err(|e| format!("{EVALUATOR_ENV} spec: {e}"))?,
+            scheme: scheme
                 .parse()
                 .map_err(|e| format!("{EVALUATOR_ENV} spec: {e}"))?,
         })
@@ -189,6 +196,7 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     let opts = SessionOptions {
         deadline: Some(deadline),
         hash: spec.hash,
+        scheme: spec.scheme,
         ..SessionOptions::default()
     };
     let out =
@@ -288,7 +296,7 @@ fn read_spec() -> Result<String, String> {
 /// One two-party session over loopback TCP: this process garbles, a child process (this
 /// binary, which must call [`crate::run_if_child`] first thing) evaluates the circuit `name`
 /// (a library name or a Bristol file's path; `c` is the same circuit, already loaded), both
-/// garbling with `hash`. Returns the garbler's report after checking both parties' outputs
+/// garbling with `hash` and half-gates. Returns the garbler's report after checking both parties' outputs
 /// against plain evaluation.
 pub fn two_party(
     name: &str,
@@ -311,17 +319,18 @@ pub fn two_party_both(
     hash: GcHash,
 ) -> Result<TwoParty, ScenarioError> {
     let inputs = (garbler_input, evaluator_input);
-    two_party_over(name, c, inputs, evaluations, hash, &Net::loopback())
+    let gc = (hash, Scheme::HalfGates);
+    two_party_over(name, c, inputs, evaluations, gc, &Net::loopback())
 }
 
-/// [`two_party_both`] over the link `net` (crossed once for the session: see
-/// [`Net::crossing`]).
+/// [`two_party_both`] with the garbling hash and scheme `(hash, scheme)`, over the link
+/// `net` (crossed once for the session: see [`Net::crossing`]).
 pub fn two_party_over(
     name: &str,
     c: &Circuit,
     (garbler_input, evaluator_input): (&[u8], &[u8]),
     evaluations: u64,
-    hash: GcHash,
+    (hash, scheme): (GcHash, Scheme),
     net: &Net,
 ) -> Result<TwoParty, ScenarioError> {
     let step = "two-party session";
@@ -335,6 +344,7 @@ pub fn two_party_over(
             input: evaluator_input.to_vec(),
             token: token.clone(),
             hash,
+            scheme,
         }
         .encode()
     };
@@ -345,6 +355,7 @@ pub fn two_party_over(
         let n = usize::try_from(evaluations).map_err(|e| e.to_string())?;
         let opts = SessionOptions {
             hash,
+            scheme,
             ..SessionOptions::default()
         };
         session::run_garbler(ch, c, &vec![bits; n], &opts).map_err(|e| e.to_string())
@@ -592,24 +603,27 @@ mod tests {
             input: vec![1, 2, 3],
             token: token.clone(),
             hash: GcHash::FixedKey,
+            scheme: Scheme::ThreeHalves,
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
             (d.addr.as_str(), d.circuit.as_str(), d.evaluations, &d.input),
             ("127.0.0.1:4000", "aes128", 7, &vec![1, 2, 3])
         );
-        assert_eq!(d.hash, GcHash::FixedKey);
+        assert_eq!((d.hash, d.scheme), (GcHash::FixedKey, Scheme::ThreeHalves));
         assert!(d.token.matches(&token.0));
         let t = token.hex();
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh")).is_ok());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh;half-gates")).is_ok());
+        // An unknown scheme.
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh;two-halves")).is_err());
         // Another version, a bad count, a bad token, a field missing, an unknown hash.
-        assert!(EvaluatorSpec::decode(&format!("v2;a;b;1;00;{t};mitccrh")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;x;00;{t};mitccrh")).is_err());
-        assert!(EvaluatorSpec::decode("v3;a;b;1;00;0011;mitccrh").is_err());
+        assert!(EvaluatorSpec::decode(&format!("v2;a;b;1;00;{t};mitccrh;half-gates")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;x;00;{t};mitccrh;half-gates")).is_err());
+        assert!(EvaluatorSpec::decode("v3;a;b;1;00;0011;mitccrh;half-gates").is_err());
         assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t}")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};sha")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};sha;half-gates")).is_err());
         // Errors quote no field: the input may be a secret.
-        let e = EvaluatorSpec::decode(&format!("v3;a;b;1;abcdefgz;{t};mitccrh"))
+        let e = EvaluatorSpec::decode(&format!("v3;a;b;1;abcdefgz;{t};mitccrh;half-gates"))
             .err()
             .unwrap();
         assert!(!e.contains("abcdef"), "{e}");
@@ -648,6 +662,7 @@ mod tests {
             input: plain,
             token: token.clone(),
             hash: GcHash::default(),
+            scheme: Scheme::default(),
         }
         .encode();
         let evaluator = std::thread::spawn(move || evaluate(&spec));
