@@ -198,6 +198,7 @@ mod tests {
             evaluations: 1,
             backend: Backend::Portable,
             hash: GcHash::default(),
+            scheme: garble::scheme::Scheme::HalfGates,
             stages: Stage::ALL
                 .iter()
                 .enumerate()
