@@ -673,7 +673,7 @@ impl<'e> Middlebox<'e> {
             }
             asm.compact();
             r.busy_ns += busy.elapsed().as_nanos() as u64;
-            if broken || forwarded.is_err() {
+            if broken || forwarded.is_err() || self.stopping() {
                 close_both(&src, &dst);
                 break;
             }
