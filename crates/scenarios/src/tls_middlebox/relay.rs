@@ -447,11 +447,10 @@ impl<'e> Middlebox<'e> {
             return;
         };
         if !shared.signal.arrived() {
-            if since.elapsed() >= self.share_wait || self.stopping() {
-                if let Inspection::Waiting { queue, .. } = std::mem::replace(state, Inspection::Off)
-                {
-                    self.give_up(queue.len() as u64, r);
-                }
+            if (since.elapsed() >= self.share_wait || self.stopping())
+                && let Inspection::Waiting { queue, .. } = std::mem::replace(state, Inspection::Off)
+            {
+                self.give_up(queue.len() as u64, r);
             }
             return;
         }
