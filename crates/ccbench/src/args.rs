@@ -654,6 +654,71 @@ mod tests {
     }
 
     #[test]
+    fn parses_the_middlebox_and_its_share_agent() {
+        let cli = Cli::try_parse_from([
+            "ccbench",
+            "middlebox",
+            "--listen",
+            "127.0.0.1:8443",
+            "--upstream",
+            "127.0.0.1:4433",
+            "--share-listen",
+            "127.0.0.1:8444",
+            "--backend",
+            "native",
+            "--batch",
+        ])
+        .unwrap();
+        let Command::Middlebox(m) = cli.command else {
+            panic!()
+        };
+        assert!(m.command.is_none());
+        assert_eq!(m.relay.upstream.as_deref(), Some("127.0.0.1:4433"));
+        assert_eq!(m.relay.backend, MiddleboxBackend::Native);
+        assert!(m.relay.batch);
+        assert_eq!(m.relay.switchless, SwitchlessMode::None);
+
+        let cli = Cli::try_parse_from([
+            "ccbench",
+            "middlebox",
+            "share",
+            "--keylog",
+            "k.log",
+            "--to",
+            "127.0.0.1:8444",
+        ])
+        .unwrap();
+        let Command::Middlebox(m) = cli.command else {
+            panic!()
+        };
+        let Some(MiddleboxCommand::Share(s)) = m.command else {
+            panic!()
+        };
+        assert_eq!(s.to, "127.0.0.1:8444");
+        assert!(!s.from_end);
+
+        for argv in [
+            &["ccbench", "middlebox", "share", "--to", "127.0.0.1:1"][..],
+            &[
+                "ccbench",
+                "middlebox",
+                "--listen",
+                "a",
+                "share",
+                "--keylog",
+                "k",
+                "--to",
+                "b",
+            ],
+            &["ccbench", "middlebox", "--switchless", "advisor"],
+            &["ccbench", "middlebox", "--share-wait", "0"],
+        ] {
+            let err = Cli::try_parse_from(argv).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{argv:?}");
+        }
+    }
+
+    #[test]
     fn rejects_bad_values_as_usage_errors() {
         for argv in [
             &["ccbench", "run", "crypto", "--threads", "0"][..],

@@ -204,7 +204,7 @@ pub fn serve(
                             let _ = stream.shutdown(Shutdown::Both);
                         });
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_TICK),
+                    // Nothing waiting (or a failed accept): look again in a tick.
                     Err(_) => std::thread::sleep(ACCEPT_TICK),
                 }
             }
@@ -243,7 +243,6 @@ pub fn serve(
                         }
                     });
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_TICK),
                 Err(_) => std::thread::sleep(ACCEPT_TICK),
             }
         }

@@ -447,11 +447,10 @@ impl<'e> Middlebox<'e> {
             return;
         };
         if !shared.signal.arrived() {
-            if since.elapsed() >= self.share_wait || self.stopping() {
-                if let Inspection::Waiting { queue, .. } = std::mem::replace(state, Inspection::Off)
-                {
-                    self.give_up(queue.len() as u64, r);
-                }
+            if (since.elapsed() >= self.share_wait || self.stopping())
+                && let Inspection::Waiting { queue, .. } = std::mem::replace(state, Inspection::Off)
+            {
+                self.give_up(queue.len() as u64, r);
             }
             return;
         }
@@ -673,7 +672,7 @@ impl<'e> Middlebox<'e> {
             }
             asm.compact();
             r.busy_ns += busy.elapsed().as_nanos() as u64;
-            if broken || forwarded.is_err() {
+            if broken || forwarded.is_err() || self.stopping() {
                 close_both(&src, &dst);
                 break;
             }

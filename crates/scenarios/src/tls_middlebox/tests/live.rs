@@ -321,13 +321,11 @@ fn a_queue_past_its_bound_goes_uninspected_and_the_bytes_still_flow() {
     );
 }
 
+/// What a share port's thread returns: how the connection ended, and the shares offered.
+type Served = std::thread::JoinHandle<(Result<u64, WireError>, u64)>;
+
 /// A share channel: the middlebox side on a thread, counting what it was offered.
-fn share_port(
-    engine: EngineKey,
-) -> (
-    std::net::SocketAddr,
-    std::thread::JoinHandle<(Result<u64, WireError>, u64)>,
-) {
+fn share_port(engine: EngineKey) -> (std::net::SocketAddr, Served) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let h = std::thread::spawn(move || {
