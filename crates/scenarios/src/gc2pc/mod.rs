@@ -44,7 +44,7 @@ use measure::stages::Stages;
 
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
-use self::net::{Compute, add_predictions, link_params, net_params, open_net};
+use self::net::{Compute, Model, add_predictions, link_params, net_params, open_net};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 pub(crate) use self::peer::{Token, run_child_if, spec_fields, spec_text, with_evaluator};
 pub use self::peer::{TwoParty, two_party, two_party_both, two_party_over};
@@ -367,7 +367,7 @@ impl Gc2pc {
         chosen: &Chosen,
         headline: bool,
         (hash, chosen_hash): (GcHash, bool),
-        net: &Net,
+        (net, model): (&Net, &Model),
         rows: &mut Vec<Vec<Value>>,
         by_hash: &mut Vec<CircuitHashFigures>,
     ) -> Result<WireBytes, ScenarioError> {
@@ -496,7 +496,7 @@ impl Gc2pc {
                 p(),
             )?;
             for r in &over {
-                add_predictions(&mut stages, Stage::name, net.profile(), r, &base);
+                add_predictions(&mut stages, Stage::name, model, r, &base);
             }
         }
         let min = costs.garble_ns(&stats) * plan.sessions as f64;
@@ -574,7 +574,7 @@ impl Gc2pc {
                         lp,
                     )?;
                     for r in &over {
-                        add_predictions(&mut stages, Stage::name, net.profile(), r, &base);
+                        add_predictions(&mut stages, Stage::name, model, r, &base);
                     }
                 }
                 if headline {
@@ -703,9 +703,13 @@ impl Scenario for Gc2pc {
         // Every record of a run over a link says which link, and the link's own rate and
         // delay come first.
         let ctx = &ctx.with_params(link_params(&net));
-        if let Some(t) = net::link_table(&net)? {
-            ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
-        }
+        let model = match net::link_table(&net)? {
+            Some((t, model)) => {
+                ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
+                model
+            }
+            None => Model::new(net.profile().clone(), Duration::ZERO),
+        };
         let plan = Plan::of(ctx.options.preset);
         let (hash, chosen_hash) = session_hash(ctx)?;
         // Three gate kinds, two hashes, one or two backends.
@@ -733,7 +737,7 @@ impl Scenario for Gc2pc {
                 chosen,
                 headline,
                 (hash, chosen_hash),
-                &net,
+                (&net, &model),
                 &mut rows,
                 &mut by_hash,
             )?;
