@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use garble::channel::{TCP_BUFFER, WRITER_DEPTH};
 use garble::link::{Choice, Net, ParamValue, Profile};
 use garble::session::{SessionReport, Stage};
 use measure::record::{Params, Table, Value};
@@ -71,7 +72,7 @@ fn to_params(p: Vec<(&'static str, ParamValue)>) -> Params {
 }
 
 /// Measures the run's link on its own ([`garble::link::measure`]: ten one-byte round trips
-/// and half a second's worth of bytes at the profile's rate, 1 to 64 MB) and returns the
+/// and two seconds' worth of bytes at the profile's rate, 1 to 64 MiB) and returns the
 /// `link` table: the profile's rate and RTT beside what the emulator delivered, with the
 /// [`Model`] of the predictions. `None` for loopback.
 pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
@@ -79,7 +80,7 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
     let Some(rate) = net.rate_bytes_per_s() else {
         return Ok(None);
     };
-    let bytes = ((rate * 0.5) as usize).clamp(1 << 20, 64 << 20);
+    let bytes = ((rate * 2.0) as usize).clamp(1 << 20, 64 << 20);
     let timeout = Duration::from_secs(60);
     let Some(m) = garble::link::measure(link, bytes, 10, timeout)
         .map_err(|e| ScenarioError::step("measuring the link", e.to_string()))?
@@ -129,8 +130,9 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
                  its depth (1 ms of bytes, at least 64 KiB) through at once, which puts a short \
                  transfer's rate above the profile's. Sender lead: how long the last byte \
                  arrived after the sender's last write returned; the queue is the lead less \
-                 the one-way delay, the time a streaming sender runs ahead of its bytes, which \
-                 the stage predictions carry into the next stage."
+                 the one-way delay, plus the 1.25 MiB a session's channel holds beyond its \
+                 socket: the time a streaming sender runs ahead of its bytes, which the stage \
+                 predictions carry into the next stage."
                     .to_owned(),
             ),
             link.notice().map(str::to_owned),
@@ -184,9 +186,15 @@ pub struct Model {
 }
 
 impl Model {
-    /// The model of `profile` whose sender ran `lead` ahead of its last byte's arrival.
+    /// The model of `profile` whose sender ran `lead` ahead of its last byte's arrival
+    /// (a plain socket's writes), plus the blocks a session's channel holds beyond its
+    /// socket (its writer thread's queue and the block it writes).
     pub fn new(profile: Profile, lead: Duration) -> Model {
-        let queue = lead.saturating_sub(profile.rtt / 2);
+        let channel = ((WRITER_DEPTH + 1) * TCP_BUFFER) as f64;
+        let ahead = profile
+            .rate_bytes_per_s()
+            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(channel / r));
+        let queue = lead.saturating_sub(profile.rtt / 2) + ahead;
         Model { profile, queue }
     }
 
@@ -297,7 +305,12 @@ mod tests {
         // Garble: 2.5 MB out and 1.25 MB back at 25 MB/s, no round trip: 150 ms, which the
         // 6 ms of compute overlap; with no queue, nothing carries into Result.
         let over = report([0; 6], [0, 1, 0, 1, 0, 1], [0, 80, 0, 0, 2_500_000, 0]);
-        let p = Model::new(wan.clone(), wan.rtt / 2).predict(&over, &compute);
+        let ahead = 5.0 * 262_144.0 / 25e6;
+        let p = Model {
+            profile: wan.clone(),
+            queue: Duration::ZERO,
+        }
+        .predict(&over, &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 150.0);
         // Init: one 20 ms round trip, 120 bytes (4.8 µs), 2 ms of compute.
         assert_eq!(ms(p[Stage::Init as usize]), 22.005);
@@ -306,7 +319,12 @@ mod tests {
         // A queue of 40 ms: Garble ends 40 ms before its bytes are across, and Result
         // drains them before its answer comes.
         let queued = Model::new(wan.clone(), Duration::from_millis(50));
-        assert_eq!(queued.queue, Duration::from_millis(40));
+        let q = queued.queue.as_secs_f64();
+        assert!((q - 0.04 - ahead).abs() < 1e-9, "{q}");
+        let queued = Model {
+            queue: Duration::from_millis(40),
+            ..queued
+        };
         let p = queued.predict(&over, &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 110.0);
         assert_eq!(ms(p[Stage::Result as usize]), 66.0);
@@ -318,7 +336,8 @@ mod tests {
         let mut st = Stages::new();
         add_predictions(&mut st, Stage::name, &queued, &over, &compute);
         let b = st.finish("x", None, None);
-        assert_eq!(b.stages[4].predicted_ns, Some(110e6));
+        let garble = b.stages[4].predicted_ns.unwrap();
+        assert!((garble - 110e6).abs() < 10.0, "{garble}");
         assert!(Compute::of(&[]).is_none());
     }
 
