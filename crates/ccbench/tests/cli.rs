@@ -1606,6 +1606,35 @@ fn bad_link_profiles_are_usage_errors_naming_the_bad_part() {
     }
 }
 
+/// `--link-emulator kernel` where the kernel link cannot be set up (here: no `ip` or `tc`
+/// on the PATH) is a usage error with the reason, before anything runs; an unknown
+/// emulator too.
+#[test]
+fn a_kernel_link_that_cannot_be_set_up_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = ccbench()
+        .args(["run", "gc-2pc", "--quick", "--net", "lan"])
+        .args(["--link-emulator", "kernel", "--no-history", "--out"])
+        .arg(dir.path().join("out"))
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--link-emulator kernel: the kernel link is not available"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("out/results.jsonl").exists());
+    let o = run(&["run", "gc-2pc", "--net", "lan", "--link-emulator", "tc"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("auto, kernel or user"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// `ccbench gc` over an emulated link: the right output on both sides, and each party's
 /// record names the link, counts its round trips (3 for the garbler, 2 for the evaluator)
 /// and took at least that many round-trip times.

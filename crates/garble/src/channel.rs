@@ -323,8 +323,9 @@ impl<C: Channel + ?Sized> Channel for &mut C {
 pub const TCP_BUFFER: usize = 1 << 18;
 
 /// Blocks of [`TCP_BUFFER`] bytes the writer thread may hold before `send`
-/// waits: 1 MiB in flight at most.
-const WRITER_DEPTH: usize = 4;
+/// waits: 1 MiB in flight at most (public for the predictions of a stage over
+/// a link: a sender runs this far ahead of its socket).
+pub const WRITER_DEPTH: usize = 4;
 
 /// Reads of at least this many bytes go straight from the socket into the
 /// caller's buffer when nothing is buffered: no second copy.

@@ -283,23 +283,6 @@ impl Profile {
         p
     }
 
-    /// The predicted time of a stage over this link: `round_trips × RTT + bytes ÷ rate +
-    /// compute` (see the module documentation of `garble::session` for what a round trip
-    /// is). `bytes` are both directions' bytes of the stage: in this protocol the two
-    /// directions of a stage take turns (one answers the other), so their transfer times
-    /// add. `compute` is the stage's time over loopback.
-    pub fn predict(&self, round_trips: u64, bytes: u64, compute: Duration) -> Duration {
-        let wire = match self.rate_bytes_per_s() {
-            Some(r) => bytes as f64 / r,
-            None => 0.0,
-        };
-        compute
-            + self
-                .rtt
-                .saturating_mul(u32::try_from(round_trips).unwrap_or(u32::MAX))
-            + Duration::from_secs_f64(wire)
-    }
-
     /// The user-space link's shape for this profile: its rate, paced, and half its RTT;
     /// `None` for loopback.
     pub fn shape(&self) -> Option<Shape> {
@@ -332,6 +315,11 @@ pub struct Measured {
     pub rtt_min: Duration,
     /// The median of the one-byte round trips.
     pub rtt_median: Duration,
+    /// How long the last byte of the transfer arrived after the sender's last write had
+    /// returned: the one-way delay plus the time the bytes queued in the socket buffers
+    /// and the emulator took to drain. A sender that streams faster than the link finishes
+    /// this much before its peer has its bytes.
+    pub lead: Duration,
 }
 
 /// Measures the link `net` (its emulator, whichever it is): `pings` one-byte round trips,
@@ -390,7 +378,7 @@ pub fn measure(
         .map_err(io("starting the echo thread"))?;
     let mut rtts = Vec::with_capacity(pings);
     let mut b = [0u8; 1];
-    let run = (|| -> std::io::Result<Duration> {
+    let run = (|| -> std::io::Result<(Duration, Duration)> {
         for i in 0..pings {
             let t = Instant::now();
             c.write_all(&[i as u8])?;
@@ -405,12 +393,18 @@ pub fn measure(
             c.write_all(&data[..n])?;
             left -= n;
         }
+        let written = t.elapsed();
         // The last byte arrives one delay after it left the bucket, and the answer takes
         // another: the bucket's time is the rest.
         c.read_exact(&mut b)?;
-        Ok(t.elapsed().saturating_sub(profile.rtt))
+        let answered = t.elapsed();
+        let arrived = answered.saturating_sub(profile.rtt / 2);
+        Ok((
+            answered.saturating_sub(profile.rtt),
+            arrived.saturating_sub(written),
+        ))
     })();
-    let took = run.map_err(io("measuring the link"))?;
+    let (took, lead) = run.map_err(io("measuring the link"))?;
     let got = echo
         .join()
         .map_err(|_| LinkError::Io {
@@ -425,6 +419,7 @@ pub fn measure(
         bytes: got as u64,
         rtt_min: rtts.first().copied().unwrap_or_default(),
         rtt_median: rtts.get(rtts.len() / 2).copied().unwrap_or_default(),
+        lead,
     }))
 }
 
@@ -973,18 +968,6 @@ mod tests {
     }
 
     #[test]
-    fn predictions_add_round_trips_bytes_and_compute() {
-        let wan = profile("wan");
-        // 2 round trips of 20 ms, 2.5 MB at 25 MB/s, 5 ms of compute.
-        let p = wan.predict(2, 2_500_000, Duration::from_millis(5));
-        assert!((p.as_secs_f64() - 0.145).abs() < 1e-9, "{p:?}");
-        assert_eq!(
-            Profile::loopback().predict(3, 1 << 30, Duration::from_millis(1)),
-            Duration::from_millis(1)
-        );
-    }
-
-    #[test]
     fn the_bucket_paces_and_the_line_delays() {
         let shape = Shape {
             rate_bytes_per_s: 1e6,
@@ -1193,6 +1176,8 @@ mod tests {
         // 10 MB/s, less what the bucket's depth lets through at once.
         let ceiling = 10e6 * 1e6 / (1e6 - Shape::burst_bytes_of(10e6) as f64);
         assert!(m.rate_bytes_per_s <= 1.1 * ceiling, "{m:?}");
+        // The last byte arrives at least one delay after the last write returned.
+        assert!(m.lead >= p.rtt / 2, "{m:?}");
         assert!(
             measure(&Net::loopback(), 10, 1, Duration::from_secs(1))
                 .unwrap()

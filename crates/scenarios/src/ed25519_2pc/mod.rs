@@ -503,9 +503,13 @@ impl Scenario for Ed25519Pc {
         let net = crate::gc2pc::net::open_net(ctx)?;
         // Every record of a run over a link says which link.
         let ctx = &ctx.with_params(crate::gc2pc::net::link_params(&net));
-        if let Some(t) = crate::gc2pc::net::link_table(&net)? {
-            ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
-        }
+        let model = match crate::gc2pc::net::link_table(&net)? {
+            Some((t, model)) => {
+                ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
+                model
+            }
+            None => crate::gc2pc::net::Model::new(net.profile().clone(), Duration::ZERO),
+        };
         let plan = Plan::of(ctx.options.preset);
         // The sessions' garbling hash (`--hash`; MITCCRH by default).
         let (hash, _) = crate::gc2pc::session_hash(ctx)?;
@@ -635,13 +639,7 @@ impl Scenario for Ed25519Pc {
             let compute = crate::gc2pc::net::Compute::of(std::slice::from_ref(&base))
                 .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
             for r in &over {
-                crate::gc2pc::net::add_predictions(
-                    &mut stages,
-                    stage_name,
-                    net.profile(),
-                    r,
-                    &compute,
-                );
+                crate::gc2pc::net::add_predictions(&mut stages, stage_name, &model, r, &compute);
             }
         }
         // Unknown when any run could not read it.

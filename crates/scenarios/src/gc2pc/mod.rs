@@ -53,7 +53,7 @@ use measure::stages::Stages;
 
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
-use self::net::{Compute, add_predictions, link_params, net_params, open_net};
+use self::net::{Compute, Model, add_predictions, link_params, net_params, open_net};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 pub(crate) use self::peer::{Token, run_child_if, spec_fields, spec_text, with_evaluator};
 pub use self::peer::{TwoParty, two_party, two_party_both, two_party_over};
@@ -446,7 +446,7 @@ impl Gc2pc {
         headline: bool,
         (hash, chosen_hash): (GcHash, bool),
         (scheme, chosen_scheme): (Scheme, bool),
-        net: &Net,
+        (net, model): (&Net, &Model),
         rows: &mut Vec<Vec<Value>>,
         (by_hash, by_scheme): (&mut Vec<CircuitHashFigures>, &mut Vec<CircuitSchemeFigures>),
     ) -> Result<WireBytes, ScenarioError> {
@@ -600,7 +600,7 @@ impl Gc2pc {
                 p(),
             )?;
             for r in &over {
-                add_predictions(&mut stages, Stage::name, net.profile(), r, &base);
+                add_predictions(&mut stages, Stage::name, model, r, &base);
             }
         }
         let min = costs.garble_ns(&stats) * plan.sessions as f64;
@@ -690,7 +690,7 @@ impl Gc2pc {
                         lp,
                     )?;
                     for r in &over {
-                        add_predictions(&mut stages, Stage::name, net.profile(), r, &base);
+                        add_predictions(&mut stages, Stage::name, model, r, &base);
                     }
                 }
                 if headline {
@@ -820,9 +820,13 @@ impl Scenario for Gc2pc {
         // Every record of a run over a link says which link, and the link's own rate and
         // delay come first.
         let ctx = &ctx.with_params(link_params(&net));
-        if let Some(t) = net::link_table(&net)? {
-            ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
-        }
+        let model = match net::link_table(&net)? {
+            Some((t, model)) => {
+                ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
+                model
+            }
+            None => Model::new(net.profile().clone(), Duration::ZERO),
+        };
         let plan = Plan::of(ctx.options.preset);
         let (hash, chosen_hash) = session_hash(ctx)?;
         let (scheme, chosen_scheme) = session_scheme(ctx)?;
@@ -860,7 +864,7 @@ impl Scenario for Gc2pc {
                 headline,
                 (hash, chosen_hash),
                 (scheme, chosen_scheme),
-                &net,
+                (&net, &model),
                 &mut rows,
                 (&mut by_hash, &mut by_scheme),
             )?;

@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use garble::channel::{TCP_BUFFER, WRITER_DEPTH};
 use garble::link::{Choice, Net, ParamValue, Profile};
 use garble::session::{SessionReport, Stage};
 use measure::record::{Params, Table, Value};
@@ -71,15 +72,15 @@ fn to_params(p: Vec<(&'static str, ParamValue)>) -> Params {
 }
 
 /// Measures the run's link on its own ([`garble::link::measure`]: ten one-byte round trips
-/// and half a second's worth of bytes at the profile's rate, 1 to 64 MB) and returns the
-/// `link` table: the profile's rate and RTT beside what the emulator delivered. `None` for
-/// loopback.
-pub fn link_table(link: &Net) -> Result<Option<Table>, ScenarioError> {
+/// and two seconds' worth of bytes at the profile's rate, 1 to 64 MiB) and returns the
+/// `link` table: the profile's rate and RTT beside what the emulator delivered, with the
+/// [`Model`] of the predictions. `None` for loopback.
+pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
     let net = link.profile();
     let Some(rate) = net.rate_bytes_per_s() else {
         return Ok(None);
     };
-    let bytes = ((rate * 0.5) as usize).clamp(1 << 20, 64 << 20);
+    let bytes = ((rate * 2.0) as usize).clamp(1 << 20, 64 << 20);
     let timeout = Duration::from_secs(60);
     let Some(m) = garble::link::measure(link, bytes, 10, timeout)
         .map_err(|e| ScenarioError::step("measuring the link", e.to_string()))?
@@ -88,7 +89,8 @@ pub fn link_table(link: &Net) -> Result<Option<Table>, ScenarioError> {
     };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let rtt = ms(net.rtt);
-    Ok(Some(Table {
+    let model = Model::new(net.clone(), m.lead);
+    let table = Table {
         name: "link".into(),
         title: format!("The emulated link ({net}) measured on its own"),
         columns: [
@@ -101,6 +103,8 @@ pub fn link_table(link: &Net) -> Result<Option<Table>, ScenarioError> {
             "measured RTT ms (min)",
             "measured RTT ms (median)",
             "transfer bytes",
+            "sender lead ms",
+            "queue ms",
         ]
         .map(String::from)
         .to_vec(),
@@ -114,6 +118,8 @@ pub fn link_table(link: &Net) -> Result<Option<Table>, ScenarioError> {
             Value::from(ms(m.rtt_min)),
             Value::from(ms(m.rtt_median)),
             Value::from(m.bytes),
+            Value::from(ms(m.lead)),
+            Value::from(ms(model.queue)),
         ]],
         source: None,
         notes: [
@@ -122,7 +128,11 @@ pub fn link_table(link: &Net) -> Result<Option<Table>, ScenarioError> {
                  first write to the answer that the last byte arrived, less the RTT. RTT: ten \
                  one-byte round trips. The token bucket (tbf's, or the user-space link's) lets \
                  its depth (1 ms of bytes, at least 64 KiB) through at once, which puts a short \
-                 transfer's rate above the profile's."
+                 transfer's rate above the profile's. Sender lead: how long the last byte \
+                 arrived after the sender's last write returned; the queue is the lead less \
+                 the one-way delay, plus the 1.25 MiB a session's channel holds beyond its \
+                 socket: the time a streaming sender runs ahead of its bytes, which the stage \
+                 predictions carry into the next stage."
                     .to_owned(),
             ),
             link.notice().map(str::to_owned),
@@ -130,7 +140,8 @@ pub fn link_table(link: &Net) -> Result<Option<Table>, ScenarioError> {
         .into_iter()
         .flatten()
         .collect(),
-    }))
+    };
+    Ok(Some((table, model)))
 }
 
 /// The mean time of each stage in sessions over loopback: the compute of the prediction.
@@ -162,27 +173,82 @@ impl Compute {
     }
 }
 
-/// The predicted time of stage `s` of session `r` over `net`.
-pub fn predict(net: &Profile, r: &SessionReport, compute: &Compute, s: Stage) -> Duration {
-    let st = r.stage(s);
-    net.predict(
-        st.round_trips,
-        st.wire_sent + st.wire_received,
-        compute.stage(s),
-    )
+/// The link as the predictions see it: the profile, and how much of the link's transfer
+/// time a sender can run ahead of its bytes (the queue of socket buffers and emulator it
+/// fills before a write blocks), measured on the link itself (`garble::link::Measured::lead` less the
+/// one-way delay).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    /// The link's profile.
+    pub profile: Profile,
+    /// The queue, in seconds of the link's rate.
+    pub queue: Duration,
 }
 
-/// Adds the predictions of session `r`'s stages over `net` to `stages`, under the names
-/// `name(stage)` (the breakdown's own names).
+impl Model {
+    /// The model of `profile` whose sender ran `lead` ahead of its last byte's arrival
+    /// (a plain socket's writes), plus the blocks a session's channel holds beyond its
+    /// socket (its writer thread's queue and the block it writes).
+    pub fn new(profile: Profile, lead: Duration) -> Model {
+        let channel = ((WRITER_DEPTH + 1) * TCP_BUFFER) as f64;
+        let ahead = profile
+            .rate_bytes_per_s()
+            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(channel / r));
+        let queue = lead.saturating_sub(profile.rtt / 2) + ahead;
+        Model { profile, queue }
+    }
+
+    /// Each stage's predicted time over the link (in the order of [`Stage::ALL`]), from its
+    /// round trips `n`, its bytes both ways `b`, and its loopback compute `c`. The bytes
+    /// not yet across when a stage ends (the backlog `q₀`, in seconds of transfer) carry
+    /// into the next stage:
+    ///
+    /// * a stage that waits for an answer (`n > 0`) first drains the backlog:
+    ///   `t = c + n × RTT + q₀ + b ÷ rate`, and leaves none;
+    /// * a streaming stage (`n = 0`, the garbler's Garble) ends when its bytes fit in the
+    ///   queue `Q`, its compute overlapping the transfer: `t = max(c, q₀ + b ÷ rate − Q)`,
+    ///   and leaves `q₀ + b ÷ rate − t` for the next stage.
+    pub fn predict(&self, r: &SessionReport, compute: &Compute) -> [Duration; Stage::ALL.len()] {
+        let mut out = [Duration::ZERO; Stage::ALL.len()];
+        let Some(rate) = self.profile.rate_bytes_per_s() else {
+            for (o, &s) in out.iter_mut().zip(&Stage::ALL) {
+                *o = compute.stage(s);
+            }
+            return out;
+        };
+        let (rtt, queue) = (self.profile.rtt.as_secs_f64(), self.queue.as_secs_f64());
+        let mut backlog = 0.0;
+        for (o, &s) in out.iter_mut().zip(&Stage::ALL) {
+            let st = r.stage(s);
+            let transfer = (st.wire_sent + st.wire_received) as f64 / rate;
+            let c = compute.stage(s).as_secs_f64();
+            let t = if st.round_trips > 0 {
+                let t = c + st.round_trips as f64 * rtt + backlog + transfer;
+                backlog = 0.0;
+                t
+            } else {
+                let need = backlog + transfer;
+                let t = c.max(need - queue);
+                backlog = (need - t).max(0.0);
+                t
+            };
+            *o = Duration::from_secs_f64(t);
+        }
+        out
+    }
+}
+
+/// Adds the predictions of session `r`'s stages over the link of `model` to `stages`,
+/// under the names `name(stage)` (the breakdown's own names).
 pub fn add_predictions(
     stages: &mut Stages,
     name: impl Fn(Stage) -> &'static str,
-    net: &Profile,
+    model: &Model,
     r: &SessionReport,
     compute: &Compute,
 ) {
-    for s in Stage::ALL {
-        stages.add_predicted(name(s), predict(net, r, compute, s));
+    for (s, t) in Stage::ALL.into_iter().zip(model.predict(r, compute)) {
+        stages.add_predicted(name(s), t);
     }
 }
 
@@ -236,19 +302,43 @@ mod tests {
         assert_eq!(compute.stage(Stage::Load), Duration::from_millis(2));
         assert_eq!(compute.stage(Stage::Garble), Duration::from_millis(6));
         let wan: Profile = "wan".parse().unwrap();
-        // Garble: 2.5 MB out and 1.25 MB back at 25 MB/s, no round trip: 150 ms + 6 ms.
+        let ms = |d: Duration| (d.as_secs_f64() * 1e3 * 1e3).round() / 1e3;
+        // Garble: 2.5 MB out and 1.25 MB back at 25 MB/s, no round trip: 150 ms, which the
+        // 6 ms of compute overlap; with no queue, nothing carries into Result.
         let over = report([0; 6], [0, 1, 0, 1, 0, 1], [0, 80, 0, 0, 2_500_000, 0]);
-        assert_eq!(
-            predict(&wan, &over, &compute, Stage::Garble),
-            Duration::from_millis(156)
-        );
+        let ahead = 5.0 * 262_144.0 / 25e6;
+        let p = Model {
+            profile: wan.clone(),
+            queue: Duration::ZERO,
+        }
+        .predict(&over, &compute);
+        assert_eq!(ms(p[Stage::Garble as usize]), 150.0);
         // Init: one 20 ms round trip, 120 bytes (4.8 µs), 2 ms of compute.
-        let init = predict(&wan, &over, &compute, Stage::Init).as_nanos() as f64;
-        assert!((init - 22_004_800.0).abs() < 10.0, "{init}");
+        assert_eq!(ms(p[Stage::Init as usize]), 22.005);
+        // Result: its round trip and compute.
+        assert_eq!(ms(p[Stage::Result as usize]), 26.0);
+        // A queue of 40 ms: Garble ends 40 ms before its bytes are across, and Result
+        // drains them before its answer comes.
+        let queued = Model::new(wan.clone(), Duration::from_millis(50));
+        let q = queued.queue.as_secs_f64();
+        assert!((q - 0.04 - ahead).abs() < 1e-9, "{q}");
+        let queued = Model {
+            queue: Duration::from_millis(40),
+            ..queued
+        };
+        let p = queued.predict(&over, &compute);
+        assert_eq!(ms(p[Stage::Garble as usize]), 110.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 66.0);
+        // A compute-bound stream leaves nothing behind.
+        let slow = [report([0, 0, 0, 0, 300, 0], [0; 6], [0; 6])];
+        let p = queued.predict(&over, &Compute::of(&slow).unwrap());
+        assert_eq!(ms(p[Stage::Garble as usize]), 300.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 20.0);
         let mut st = Stages::new();
-        add_predictions(&mut st, Stage::name, &wan, &over, &compute);
+        add_predictions(&mut st, Stage::name, &queued, &over, &compute);
         let b = st.finish("x", None, None);
-        assert_eq!(b.stages[4].predicted_ns, Some(156e6));
+        let garble = b.stages[4].predicted_ns.unwrap();
+        assert!((garble - 110e6).abs() < 10.0, "{garble}");
         assert!(Compute::of(&[]).is_none());
     }
 
