@@ -372,7 +372,10 @@ fn aes_two_party_between_processes() {
         &c,
         (&key, &plain),
         1,
-        garble::hash::GcHash::default(),
+        (
+            garble::hash::GcHash::default(),
+            garble::scheme::Scheme::default(),
+        ),
         &net,
     )
     .unwrap();
