@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use garble::hash::GcHash;
-use garble::link::Profile;
+use garble::link::{Choice, Profile};
 use garble::scheme::Scheme;
 use scenarios::TransitionModel;
 
@@ -38,6 +38,125 @@ pub enum Command {
     Gc(GcCommand),
     /// The results history: every run, over time and across machines.
     History(HistoryArgs),
+    /// A TLS 1.2 middlebox that real clients go through: relays each connection to the
+    /// upstream server unchanged, decrypts and inspects it inside the enclave with the key
+    /// shares that `ccbench middlebox share` hands in; on exit (Ctrl-C or --duration)
+    /// writes records and a report.
+    Middlebox(MiddleboxArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Example (three terminals):\n  \
+    ccbench middlebox --listen 127.0.0.1:8443 --upstream 127.0.0.1:4433 --share-listen 127.0.0.1:8444\n  \
+    ccbench middlebox share --keylog /tmp/keys.log --to 127.0.0.1:8444\n  \
+    openssl s_client -tls1_2 -keylogfile /tmp/keys.log -connect 127.0.0.1:8443"
+)]
+pub struct MiddleboxArgs {
+    #[command(subcommand)]
+    pub command: Option<MiddleboxCommand>,
+    #[command(flatten)]
+    pub relay: RelayArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MiddleboxCommand {
+    /// Follow an NSS key log (SSLKEYLOGFILE, openssl -keylogfile) and hand each new
+    /// CLIENT_RANDOM session's master secret to the middlebox's enclave, sealed to its
+    /// engine key after its quote verified against this machine's platform and this
+    /// executable's middlebox enclave. A quote that does not verify: nothing is sent, exit 1.
+    Share(ShareArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MiddleboxBackend {
+    Native,
+    Sandbox,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SwitchlessMode {
+    /// Regular ecalls.
+    None,
+    /// Every ecall switchless (one worker each side).
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Where clients connect (e.g. 127.0.0.1:8443; port 0 picks one, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// The TLS server each connection is relayed to.
+    #[arg(long, value_name = "ADDR")]
+    pub upstream: Option<String>,
+    /// Where share agents connect.
+    #[arg(long, value_name = "ADDR")]
+    pub share_listen: Option<String>,
+    /// Where the enclave runs.
+    #[arg(long, value_enum, default_value_t = MiddleboxBackend::Sandbox)]
+    pub backend: MiddleboxBackend,
+    /// Switchless ecalls (sandbox only).
+    #[arg(long, value_enum, default_value_t = SwitchlessMode::None)]
+    pub switchless: SwitchlessMode,
+    /// Batch the records of all flows into one ecall (reproduce_ssl_context_batch).
+    #[arg(long)]
+    pub batch: bool,
+    /// Patterns to count in the decrypted traffic: one a line, `#` comments, `hex:` for
+    /// bytes given in hex.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Stop after this many seconds (else at Ctrl-C).
+    #[arg(long, value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Output folder for results.jsonl and the report [default: results/<UTC timestamp>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seconds a flow whose key share has not come by its ChangeCipherSpec waits for it
+    /// (its records forwarded at once, copies queued for inspection meanwhile).
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_seconds)]
+    pub share_wait: f64,
+    /// Flows open at once (the enclave refuses more).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_flows: u32,
+    /// The platform key directory (attestation and sealing keys) [default:
+    /// $CCBENCH_PLATFORM_KEY_DIR, else the user's data directory].
+    #[arg(long, value_name = "DIR")]
+    pub platform_key_dir: Option<PathBuf>,
+    /// Seconds between status lines on stderr (0: none).
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub status_every: f64,
+    /// No status lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShareArgs {
+    /// The NSS key log to follow (it may not exist yet).
+    #[arg(long, value_name = "FILE")]
+    pub keylog: PathBuf,
+    /// The middlebox's share port (its --share-listen).
+    #[arg(long, value_name = "ADDR")]
+    pub to: String,
+    /// Only sessions written to the key log after the agent started (default: every line
+    /// in it too).
+    #[arg(long)]
+    pub from_end: bool,
+    /// Seconds between looks at the key log.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.05, value_parser = parse_seconds)]
+    pub poll: f64,
+    /// The platform key directory whose attestation key the middlebox's quote must be
+    /// signed by [default: $CCBENCH_PLATFORM_KEY_DIR, else the user's data directory].
+    #[arg(long, value_name = "DIR")]
+    pub platform_key_dir: Option<PathBuf>,
+    /// Stop after this many seconds (else at Ctrl-C).
+    #[arg(long, value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Seconds to wait for the middlebox to connect and to answer.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
+    pub timeout: f64,
 }
 
 /// Where the history lives, for `run` and `history`.
@@ -180,7 +299,8 @@ pub enum GcCircuitCommand {
     },
     /// Gate counts, depth and input/output widths of a circuit.
     Stats {
-        /// A Bristol file, a library circuit name, or ed25519-sign[:LEN].
+        /// A Bristol file, a library circuit name, ed25519-sign[:LEN] (the signature in one
+        /// pass) or ed25519-sign-reveal[:LEN] (R revealed blinded, about half the AND gates).
         circuit: String,
     },
 }
@@ -191,7 +311,9 @@ pub struct PartyArgs {
     /// A Bristol (Fashion or old) file, a library circuit name (aes128, sha256, mul1024),
     /// or ed25519-sign[:LEN]: RFC 8032 signing on a key XOR-shared between the parties
     /// (the garbler's input is its 64-byte share of `seed || public key` followed by the
-    /// LEN-byte message, default 64; the evaluator's is its 64-byte share).
+    /// LEN-byte message, default 64; the evaluator's is its 64-byte share), or
+    /// ed25519-sign-reveal[:LEN], the same signature with R revealed blinded by a factor
+    /// neither party knows (same inputs; each party adds its own random blinding share).
     #[arg(long)]
     pub circuit: String,
     /// This party's input as hex, least significant bit of the first byte first; exactly
@@ -337,10 +459,23 @@ pub struct RunArgs {
     /// gc-2pc and ed25519-2pc: the link between the two parties [default: loopback, no
     /// link]: lan10g (10 Gbit/s, 0.2 ms RTT), lan (1 Gbit/s, 1 ms), wan (200 Mbit/s,
     /// 20 ms), intercontinental (100 Mbit/s, 100 ms), or rate=RATE,rtt=TIME (e.g.
-    /// rate=50mbit,rtt=30ms). The sessions run through a user-space link of that rate and
-    /// delay; each stage gets its predicted time beside the measured one.
+    /// rate=50mbit,rtt=30ms). The sessions run through an emulated link of that rate and
+    /// delay (see --link-emulator); each stage gets its predicted time beside the measured
+    /// one.
     #[arg(long, value_name = "PROFILE", value_parser = parse_net)]
     pub net: Option<Profile>,
+    /// ed25519-2pc: the signature circuit, reveal (R = rB revealed blinded by a factor
+    /// neither party knows and encoded in the clear: about half the AND gates, one round
+    /// trip more) or one-pass (the whole signature in one circuit) [default: reveal].
+    #[arg(long, value_name = "reveal|one-pass", value_parser = ["reveal", "one-pass"])]
+    pub variant: Option<String>,
+    /// What carries --net: kernel (two network namespaces joined by a veth pair, tc's tbf
+    /// for the rate, netem for the delay where the kernel has it, else a user-space delay
+    /// line in series; needs root), user (a user-space proxy on loopback: token bucket and
+    /// delay line), or auto (kernel where it can be set up, else user, with a notice). A
+    /// kernel link that cannot be set up is a usage error (exit 2) with the reason.
+    #[arg(long, value_name = "auto|kernel|user", default_value = "auto", value_parser = parse_emulator)]
+    pub link_emulator: Choice,
 }
 
 #[derive(Debug, Args)]
@@ -440,6 +575,10 @@ fn parse_positive(s: &str, what: &str) -> Result<f64, String> {
 fn parse_net(s: &str) -> Result<Profile, String> {
     s.parse()
         .map_err(|e: garble::link::ProfileError| e.to_string())
+}
+
+fn parse_emulator(s: &str) -> Result<Choice, String> {
+    s.parse()
 }
 
 fn parse_hash(s: &str) -> Result<GcHash, String> {

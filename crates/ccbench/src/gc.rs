@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use garble::channel::{Deadline, TcpChannel};
 use garble::circuit::bits_from_bytes_exact;
-use garble::ed25519::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES};
+use garble::ed25519::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES, Variant};
 use garble::generator::Generator as _;
 use garble::link::{Link, Profile};
 use garble::scheme::Scheme;
@@ -59,17 +59,31 @@ pub fn gc(cmd: GcCommand) -> Result<ExitCode> {
 /// Longest message an `ed25519-sign:LEN` circuit takes (eight SHA-512 blocks).
 const MAX_MESSAGE: usize = 1024;
 
-/// `ed25519-sign` (a 64-byte message, as in the published run) or `ed25519-sign:LEN`;
+/// `ed25519-sign` (a 64-byte message, as in the published run), `ed25519-sign-reveal` (the
+/// same signature with `R` revealed blinded), either with `:LEN` for a LEN-byte message;
 /// `None` for any other circuit name.
 fn ed25519_circuit(spec: &str) -> Result<Option<Ed25519Sign>> {
-    if spec == "ed25519-sign" {
-        return Ok(Some(Ed25519Sign::PUBLISHED));
-    }
-    let Some(len) = spec.strip_prefix("ed25519-sign:") else {
+    let (name, len) = match spec.split_once(':') {
+        Some((n, l)) => (n, Some(l)),
+        None => (spec, None),
+    };
+    let Some(variant) = [Variant::OnePass, Variant::Reveal]
+        .into_iter()
+        .find(|v| v.circuit_name() == name)
+    else {
         return Ok(None);
     };
+    let Some(len) = len else {
+        return Ok(Some(Ed25519Sign {
+            msg_len: Ed25519Sign::PUBLISHED.msg_len,
+            variant,
+        }));
+    };
     match len.parse::<usize>() {
-        Ok(n) if n <= MAX_MESSAGE => Ok(Some(Ed25519Sign { msg_len: n })),
+        Ok(n) if n <= MAX_MESSAGE => Ok(Some(Ed25519Sign {
+            msg_len: n,
+            variant,
+        })),
         _ => Err(Exit::usage(format!(
             "{spec}: the message length must be a number of bytes in 0..={MAX_MESSAGE}"
         ))
@@ -78,6 +92,13 @@ fn ed25519_circuit(spec: &str) -> Result<Option<Ed25519Sign>> {
 }
 
 fn build_generated(name: &str, c: &Ed25519Sign, output: &Path) -> Result<ExitCode> {
+    if c.variant == Variant::Reveal {
+        return Err(Exit::usage(format!(
+            "{name} reveals R in the middle of the circuit, which a Bristol file cannot express; build {} instead",
+            Variant::OnePass.circuit_name()
+        ))
+        .into());
+    }
     let mut written = None;
     write_atomically(output, |f| {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
@@ -105,9 +126,18 @@ fn stats_generated(spec: &str, c: &Ed25519Sign) -> Result<ExitCode> {
     let st = garble::generator::stats(c);
     print_stats(spec, &st.stats);
     println!("message            {} bytes", c.msg_len);
+    for (and, bits) in &st.reveals {
+        println!("reveal             {bits} bits (R blinded) after {and} AND gates");
+    }
     println!("digest             {}", hex(&st.digest));
     println!(
-        "(generated circuit: garbled as it is generated, never stored; `ccbench gc circuit build` streams it to a Bristol file)"
+        "{}",
+        match c.variant {
+            Variant::OnePass =>
+                "(generated circuit: garbled as it is generated, never stored; `ccbench gc circuit build` streams it to a Bristol file)",
+            Variant::Reveal =>
+                "(generated circuit: garbled as it is generated, never stored; its reveal has no Bristol form)",
+        }
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -236,6 +266,13 @@ fn sign_party(
     };
     if a.evaluations != 1 {
         anyhow::bail!("--evaluations: ed25519-sign runs one signature per session");
+    }
+    let mut input = input;
+    if c.variant == Variant::Reveal {
+        // This party's blinding share of R, fresh for the session.
+        input.extend_from_slice(
+            &garble::ed25519::blinding_share().context("drawing the blinding share")?,
+        );
     }
     let bits = garble::circuit::bits_from_bytes(&input, 8 * input.len());
     let timeout = Duration::from_secs_f64(a.timeout);

@@ -15,6 +15,7 @@ mod args;
 mod atomic;
 mod gc;
 mod history;
+mod middlebox;
 mod progress;
 mod run;
 
@@ -150,6 +151,7 @@ pub fn main_with(app: App) -> ExitCode {
         Command::Env => run::env(),
         Command::Gc(c) => gc::gc(c),
         Command::History(h) => history::history(h),
+        Command::Middlebox(m) => middlebox::middlebox(m, &registry),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result};
+use garble::link::Choice;
 use harness::hex::unhex;
 use harness::{
     Catalog, CircuitChoice, Context, Emit, Preset, RunOptions, ScalingSelection, Scenario,
@@ -34,7 +35,7 @@ pub fn build_info() -> BuildInfo {
 }
 
 /// The environment with the harness's own overhead measured (an empty operation, batched).
-fn capture_env() -> Env {
+pub(crate) fn capture_env() -> Env {
     let mut env = Env::capture(build_info());
     // The minimum over a few large batches: the harness's floor, not the machine's noise.
     let overhead = (0..20)
@@ -104,7 +105,7 @@ impl Emit for Sink {
 }
 
 /// `results/<UTC timestamp>`, made unique if a run started in the same second.
-fn default_out_dir() -> PathBuf {
+pub(crate) fn default_out_dir() -> PathBuf {
     let stamp = measure::env::rfc3339_utc(SystemTime::now()).replace(':', "-");
     let base = Path::new("results").join(&stamp);
     let mut dir = base.clone();
@@ -116,7 +117,7 @@ fn default_out_dir() -> PathBuf {
     dir
 }
 
-fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
+pub(crate) fn install_ctrlc(bar_quiet: bool) -> Arc<AtomicBool> {
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
     // A second Ctrl-C exits at once; the results file is still valid (records are whole lines).
@@ -169,11 +170,32 @@ fn circuit_choices(args: &RunArgs, selected: &[&dyn Scenario]) -> Result<Vec<Cir
     Ok(out)
 }
 
+/// Checks `--link-emulator` against what this machine allows, before anything runs: a
+/// kernel link asked for and not available is a usage error with the reason; `auto` without
+/// one returns the notice that the user-space link carries the profile instead.
+fn link_emulator(args: &RunArgs) -> Result<Option<String>> {
+    let shaped = args.net.as_ref().is_some_and(|p| !p.is_loopback());
+    if !shaped || args.link_emulator == Choice::User {
+        return Ok(None);
+    }
+    match (garble::link::netns::probe(), args.link_emulator) {
+        (Ok(_), _) => Ok(None),
+        (Err(e), Choice::Kernel) => Err(Exit::usage(format!(
+            "--link-emulator kernel: the kernel link is not available here: {e}"
+        ))
+        .into()),
+        (Err(e), _) => Ok(Some(format!(
+            "note: the kernel link is not available here ({e}): the user-space link carries --net"
+        ))),
+    }
+}
+
 pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
     let selected = catalog
         .resolve(&args.scenarios)
         .map_err(|e| Exit::usage(e.to_string()))?;
     let circuits = circuit_choices(&args, &selected)?;
+    let link_notice = link_emulator(&args)?;
     let injected = injected_check()?;
     let out_dir = args.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)
@@ -202,6 +224,8 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
         gc_hash: args.hash.map(|h| h.name().to_owned()),
         gc_scheme: args.scheme.map(|s| s.name().to_owned()),
         net: args.net.as_ref().map(|p| p.spec()),
+        ed25519_variant: args.variant.clone(),
+        link_emulator: Some(args.link_emulator.name().to_owned()),
         call_timeout: Some(Duration::from_secs_f64(args.call_timeout)),
     };
     let sink = Sink {
@@ -211,6 +235,9 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
     let cancel = install_ctrlc(args.quiet);
     let bar = Bar::new(args.quiet);
 
+    if let Some(n) = &link_notice {
+        bar.println(n);
+    }
     let env = capture_env();
     if env.busy() {
         bar.println(&format!(

@@ -953,6 +953,63 @@ fn gc_ed25519_stats_print_the_and_count() {
     assert!(out.contains("AND depth"), "{out}");
 }
 
+/// The reveal circuit: at most 8.5 M AND, its reveal printed; it has no Bristol form.
+#[test]
+fn gc_ed25519_reveal_stats_and_no_bristol_file() {
+    let o = run(&["gc", "circuit", "stats", "ed25519-sign-reveal"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let and: u64 = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("AND"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("an AND line");
+    assert!(and > 5_000_000 && and <= 8_500_000, "{out}");
+    assert!(out.contains("reveal             768 bits"), "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.txt");
+    let o = run(&[
+        "gc",
+        "circuit",
+        "build",
+        "ed25519-sign-reveal",
+        "-o",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Bristol"), "{}", stderr(&o));
+    assert!(!f.exists());
+}
+
+/// Two processes sign with the reveal circuit, each drawing its own blinding share.
+#[test]
+fn gc_ed25519_reveal_two_processes_print_the_same_verifying_signature() {
+    let (key, mask, gshare, msg) = sign_inputs();
+    let (e, g) = two_party_stdin(
+        &[
+            "--circuit",
+            "ed25519-sign-reveal",
+            "--input",
+            &format!("{}{}", hexs(&gshare), hexs(&msg)),
+        ],
+        &[
+            "--circuit",
+            "ed25519-sign-reveal",
+            "--input",
+            "-",
+            "--message",
+            &hexs(&msg),
+        ],
+        Some(&hexs(&mask)),
+    );
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    let want = hexs(&garble::ed25519::reference_sign(&key, &msg));
+    assert_eq!(String::from_utf8_lossy(&g.stdout).trim(), want);
+    assert_eq!(String::from_utf8_lossy(&e.stdout).trim(), want);
+    assert!(stderr(&e).contains("signature verifies"), "{}", stderr(&e));
+}
+
 #[test]
 fn gc_ed25519_two_processes_print_the_same_verifying_signature() {
     let (key, mask, gshare, msg) = sign_inputs();
@@ -1174,6 +1231,8 @@ fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
         "bytes_on_wire",
         "signature-matches-plain",
         "wire-bytes",
+        // The default circuit reveals R blinded.
+        "ed25519-sign-reveal/msg64",
     ] {
         assert!(text.contains(needle), "{needle} missing");
     }

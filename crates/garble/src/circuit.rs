@@ -123,6 +123,9 @@ pub enum Party {
 /// Why a circuit is not well formed. `gate` is the index into the gate list.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CircuitError {
+    /// The generated circuit reveals a value in its middle, which a flat circuit cannot.
+    #[error("the circuit reveals a value mid-circuit and has no flat (Bristol) form")]
+    Reveal,
     /// A wire id is not below the wire count.
     #[error("gate {gate}: wire {wire} is out of range (the circuit has {num_wires} wires)")]
     WireOutOfRange {

@@ -687,9 +687,10 @@ pub(crate) mod tests {
     }
 
     /// The hashers of one kind to compare: the fused VAES kernels (when the
-    /// CPU has them), AES-NI through the generic code, and the portable hash.
-    /// They batch differently: the fused kernels garble four gates (eight
-    /// MITCCRH keys) and evaluate eight at a time, the generic code hashes
+    /// CPU has them; their AVX-512VL and AVX2 instances), AES-NI through the
+    /// generic code, and the portable hash. They batch differently: the fused
+    /// kernels garble eight MITCCRH gates (four with AVX2) and evaluate eight
+    /// at a time, key schedules word-sliced by fours, the generic code hashes
     /// eight gates at a time with eight keys in flight, the portable cipher
     /// four keys per schedule.
     pub(crate) fn hashers_of(kind: GcHash) -> Vec<Hasher> {
@@ -699,6 +700,12 @@ pub(crate) mod tests {
             let mut plain_ni = fast.clone();
             plain_ni.no_vaes_for_tests();
             assert!(!plain_ni.fused() && !v[0].fused());
+            if fast.avx512() {
+                // The AVX2 instance of the fused kernels too (other group sizes).
+                let mut avx2 = fast.clone();
+                avx2.no_avx512_for_tests();
+                v.push(avx2);
+            }
             v.push(fast);
             v.push(plain_ni);
         }

@@ -22,9 +22,13 @@
 //!
 //! What it does not emulate: TCP's congestion control over the long path (each leg is a
 //! loopback connection, so the window never limits), loss, and the delay of the connection
-//! set-up. The kernel's own shaping (network namespaces, `tc` with `tbf` and `netem`) would
-//! emulate a real TCP path but needs root and `netem`, which the VMs this runs on lack; the
-//! records say which emulator they were made with ([`Profile::params`]'s `link_emulator`).
+//! set-up.
+//!
+//! The kernel's link ([`netns`]: two anonymous network namespaces joined by a veth pair,
+//! `tc`'s `tbf` for the rate and `netem` for the delay, or this module's delay line in
+//! series where the kernel has no `netem`) carries a profile where this process may set it
+//! up (root); [`emulator`] chooses between the two ([`Choice`]), and a run's records say
+//! which one carried them ([`Net::params`]'s `link_emulator`).
 //!
 //! Each connection runs four threads (a reader and a writer per direction), all blocking
 //! I/O with short timeouts so that every wait is bounded and the link stops promptly when
@@ -41,6 +45,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
+
+pub mod emulator;
+pub mod netns;
+
+pub use emulator::{Choice, Crossing, Net};
 
 /// The named profiles: name, rate in bits per second, round-trip time in µs. `loopback` has
 /// no link at all.
@@ -291,24 +300,26 @@ impl Profile {
             + Duration::from_secs_f64(wire)
     }
 
+    /// The user-space link's shape for this profile: its rate, paced, and half its RTT;
+    /// `None` for loopback.
+    pub fn shape(&self) -> Option<Shape> {
+        self.rate_bytes_per_s().map(|rate| Shape {
+            rate_bytes_per_s: rate,
+            one_way: self.rtt / 2,
+            paced: true,
+        })
+    }
+
     /// Starts a user-space link with this profile's rate and delay in front of `upstream`
     /// (see [`Link`]); `None` for loopback, which has no link.
     pub fn start(&self, upstream: SocketAddr) -> Result<Option<Link>, LinkError> {
-        match self.rate_bytes_per_s() {
-            None => Ok(None),
-            Some(rate) => Link::start(
-                Shape {
-                    rate_bytes_per_s: rate,
-                    one_way: self.rtt / 2,
-                },
-                upstream,
-            )
-            .map(Some),
-        }
+        self.shape()
+            .map(|shape| Link::start(shape, upstream))
+            .transpose()
     }
 }
 
-/// What a user-space link of some profile delivered, measured on its own (see
+/// What a link delivered, measured on its own (see
 /// [`measure`]): the emulator's accuracy, against the profile.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
@@ -323,23 +334,26 @@ pub struct Measured {
     pub rtt_median: Duration,
 }
 
-/// Measures a user-space link of `profile`: `pings` one-byte round trips, then a one-way
-/// transfer of `bytes`, between two threads of this process through the link. `None` for
-/// loopback (no link). Every wait is bounded by `timeout`.
+/// Measures the link `net` (its emulator, whichever it is): `pings` one-byte round trips,
+/// then a one-way transfer of `bytes`, between two threads of this process through the
+/// link. `None` for loopback (no link). Every wait is bounded by `timeout`.
 pub fn measure(
-    profile: &Profile,
+    net: &Net,
     bytes: usize,
     pings: usize,
     timeout: Duration,
 ) -> Result<Option<Measured>, LinkError> {
     let io = |what| move |source| LinkError::Io { what, source };
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding 127.0.0.1:0"))?;
-    let upstream = listener.local_addr().map_err(io("local address"))?;
-    let Some(link) = profile.start(upstream)? else {
+    if net.is_loopback() {
         return Ok(None);
-    };
-    let mut c = TcpStream::connect_timeout(&link.addr(), timeout)
+    }
+    let profile = net.profile();
+    let crossing = net.crossing()?;
+    let addr = crossing.addr();
+    let mut c = crossing
+        .client_side(|| TcpStream::connect_timeout(&addr, timeout))?
         .map_err(io("connecting through the link"))?;
+    let listener = crossing.listener();
     listener
         .set_nonblocking(false)
         .map_err(io("blocking accept"))?;
@@ -404,7 +418,7 @@ pub fn measure(
             source: std::io::Error::other("panicked"),
         })?
         .map_err(io("the echo thread"))?;
-    drop(link);
+    drop(crossing);
     rtts.sort();
     Ok(Some(Measured {
         rate_bytes_per_s: got as f64 / took.as_secs_f64().max(1e-9),
@@ -444,10 +458,13 @@ pub enum ParamValue {
 /// What a user-space link emulates in each direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shape {
-    /// Bytes per second (the token bucket's rate).
+    /// Bytes per second (the token bucket's rate; without `paced`, it only sizes the line).
     pub rate_bytes_per_s: f64,
     /// The delay line: half the round-trip time.
     pub one_way: Duration,
+    /// Whether the token bucket paces the bytes; `false`: a delay line only, in series with
+    /// a shaper of that rate elsewhere (the kernel's `tbf`).
+    pub paced: bool,
 }
 
 /// Bytes read from a socket at once.
@@ -489,6 +506,17 @@ impl Shape {
 /// Why a link could not start.
 #[derive(Debug, Error)]
 pub enum LinkError {
+    /// A step of the kernel's link (namespaces, veth, qdiscs).
+    #[error("the kernel link: {what}: {source}")]
+    Kernel {
+        /// The step.
+        what: &'static str,
+        /// The error.
+        source: netns::KernelError,
+    },
+    /// A delay line asked of a profile without a rate (loopback).
+    #[error("loopback has no link to delay")]
+    Unshaped,
     /// Binding the link's listening socket, or starting its thread.
     #[error("starting the user-space link: {what}: {source}")]
     Io {
@@ -539,8 +567,14 @@ impl Link {
     /// Listens on a free loopback port and forwards each connection to `upstream` through
     /// a link of `shape`.
     pub fn start(shape: Shape, upstream: SocketAddr) -> Result<Link, LinkError> {
+        Link::start_at(shape, SocketAddr::from(([127, 0, 0, 1], 0)), upstream)
+    }
+
+    /// [`Link::start`], listening on `at` (an address and port, or port 0 for a free one).
+    /// The link's threads and sockets are in the network namespace of the calling thread.
+    pub fn start_at(shape: Shape, at: SocketAddr, upstream: SocketAddr) -> Result<Link, LinkError> {
         let io = |what| move |source| LinkError::Io { what, source };
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding 127.0.0.1:0"))?;
+        let listener = TcpListener::bind(at).map_err(io("binding the link's address"))?;
         let addr = listener.local_addr().map_err(io("local address"))?;
         listener
             .set_nonblocking(true)
@@ -701,6 +735,9 @@ impl Direction {
 /// bytes before it and itself fit in the bucket, then crosses the delay line. Updates the
 /// bucket's clock `tat`.
 fn due(shape: &Shape, tat: &mut Option<Instant>, now: Instant, len: usize) -> Instant {
+    if !shape.paced {
+        return now + shape.one_way;
+    }
     let tau = Duration::from_secs_f64(shape.burst_bytes() as f64 / shape.rate_bytes_per_s);
     let start = match *tat {
         Some(t) if t > now => t,
@@ -952,6 +989,7 @@ mod tests {
         let shape = Shape {
             rate_bytes_per_s: 1e6,
             one_way: Duration::from_millis(10),
+            paced: true,
         };
         let t0 = Instant::now();
         let mut tat = None;
@@ -1145,7 +1183,9 @@ mod tests {
     #[test]
     fn the_link_measures_its_own_rate_and_delay() {
         let p = shaped(80_000_000, 20);
-        let m = measure(&p, 1_000_000, 3, Duration::from_secs(10))
+        let net = Net::open(p.clone(), Choice::User).unwrap();
+        assert_eq!(net.emulator(), "userspace");
+        let m = measure(&net, 1_000_000, 3, Duration::from_secs(10))
             .unwrap()
             .unwrap();
         assert_eq!(m.bytes, 1_000_000);
@@ -1154,7 +1194,7 @@ mod tests {
         let ceiling = 10e6 * 1e6 / (1e6 - Shape::burst_bytes_of(10e6) as f64);
         assert!(m.rate_bytes_per_s <= 1.1 * ceiling, "{m:?}");
         assert!(
-            measure(&Profile::loopback(), 10, 1, Duration::from_secs(1))
+            measure(&Net::loopback(), 10, 1, Duration::from_secs(1))
                 .unwrap()
                 .is_none()
         );

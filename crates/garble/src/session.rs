@@ -376,6 +376,11 @@ pub enum SessionError {
         /// Which output.
         source: gc::CheckFailed,
     },
+    /// The circuit refused a value revealed in its middle (both parties stop there; for
+    /// the Ed25519 signature, a blinded `R` with `Z = 0`, which a blinding share of 0
+    /// gives).
+    #[error(transparent)]
+    Refused(#[from] crate::generator::Refused),
 }
 
 pub(crate) struct Stages {

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::channel::{Channel, ChannelError, RoundTrips};
 use crate::circuit::{GateKind, InputLengthError, Party, bits_from_bytes, bytes_from_bits};
 use crate::gc::{CHUNK_BYTES, TABLE_BYTES};
-use crate::generator::{self, Gen, GenStats, Generator, Sub, W, Word};
+use crate::generator::{self, Gen, GenStats, Generator, Refused, Sub, W, Word};
 use crate::hash::{Block, Hasher, Prg};
 use crate::ot::{IknpReceiver, IknpSender};
 use crate::scheme::Scheme;
@@ -61,56 +61,60 @@ fn get(buf: &[u8]) -> Block {
 }
 
 /// Garbles gates as they are emitted: wires are zero labels; AND tables go
-/// to a sink in chunks of [`CHUNK_BYTES`]. After a sink error, gates are
-/// no longer hashed or sent (the generator runs to its end cheaply) and the
-/// error is returned by [`StreamGarbler::finish`].
-pub struct StreamGarbler<'a, E> {
+/// to the peer in chunks of [`CHUNK_BYTES`]. After a channel error or a refused
+/// reveal, gates are no longer hashed or sent (the generator runs to its end
+/// cheaply) and the error is returned by [`StreamGarbler::finish`].
+pub struct StreamGarbler<'a> {
     hasher: &'a Hasher,
     delta: Block,
     counter: u64,
     buf: Vec<u8>,
     fill: usize,
-    sink: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
-    err: Option<E>,
+    ch: &'a mut dyn Channel,
+    err: Option<SessionError>,
     fused: bool,
     scratch: Vec<Block>,
 }
 
-impl<'a, E> StreamGarbler<'a, E> {
+impl<'a> StreamGarbler<'a> {
     /// A garbler with offset `delta` (odd) whose AND counter starts at
-    /// `counter`.
-    pub fn new(
-        hasher: &'a Hasher,
-        delta: Block,
-        counter: u64,
-        sink: &'a mut dyn FnMut(&[u8]) -> Result<(), E>,
-    ) -> Self {
+    /// `counter`, sending its tables (and a reveal's decoding bits) to `ch`.
+    pub fn new(hasher: &'a Hasher, delta: Block, counter: u64, ch: &'a mut dyn Channel) -> Self {
         StreamGarbler {
             hasher,
             delta,
             counter,
             buf: vec![0u8; CHUNK_BYTES],
             fill: 0,
-            sink,
+            ch,
             err: None,
             fused: hasher.fused(),
             scratch: Vec::new(),
         }
     }
 
-    /// Flushes the last tables; returns the AND counter.
-    pub fn finish(mut self) -> Result<u64, E> {
-        if let Some(e) = self.err.take() {
-            return Err(e);
+    /// Sends the buffered tables (they go out in gate order).
+    fn drain(&mut self) {
+        if self.err.is_none() && self.fill > 0 {
+            match self.ch.send(&self.buf[..self.fill]) {
+                Ok(()) => self.fill = 0,
+                Err(e) => self.err = Some(e.into()),
+            }
         }
-        if self.fill > 0 {
-            (self.sink)(&self.buf[..self.fill])?;
+    }
+
+    /// Flushes the last tables; returns the AND counter, or the first channel
+    /// error or refusal.
+    pub fn finish(mut self) -> Result<u64, SessionError> {
+        self.drain();
+        match self.err.take() {
+            Some(e) => Err(e),
+            None => Ok(self.counter),
         }
-        Ok(self.counter)
     }
 }
 
-impl<E> Gen for StreamGarbler<'_, E> {
+impl Gen for StreamGarbler<'_> {
     type L = Block;
     #[inline]
     fn xor_raw(&mut self, a: Block, b: Block) -> Block {
@@ -125,11 +129,10 @@ impl<E> Gen for StreamGarbler<'_, E> {
             return Block::ZERO;
         }
         if self.fill + TABLE_BYTES > CHUNK_BYTES {
-            if let Err(e) = (self.sink)(&self.buf[..self.fill]) {
-                self.err = Some(e);
+            self.drain();
+            if self.err.is_some() {
                 return Block::ZERO;
             }
-            self.fill = 0;
         }
         let t = &mut self.buf[self.fill..self.fill + TABLE_BYTES];
         self.fill += TABLE_BYTES;
@@ -155,18 +158,50 @@ impl<E> Gen for StreamGarbler<'_, E> {
         wg0 ^ we0
     }
 
+    /// Sends every table so far and the decoding bits of `w`, and receives the values
+    /// from the evaluator.
+    fn reveal(&mut self, w: &[W<Block>]) -> Option<Vec<bool>> {
+        self.drain();
+        if self.err.is_some() {
+            return None;
+        }
+        let mut back = vec![0u8; w.len().div_ceil(8)];
+        let sent = self
+            .ch
+            .send(&bytes_from_bits(&decode_bits(w)))
+            .and_then(|()| self.ch.flush())
+            .and_then(|()| self.ch.recv(&mut back));
+        if let Err(e) = sent {
+            self.err = Some(e.into());
+            return None;
+        }
+        // Constants are known to both; the evaluator's bits are taken for the others.
+        Some(
+            w.iter()
+                .zip(bits_from_bytes(&back, w.len()))
+                .map(|(x, v)| match *x {
+                    W::C(b) => b,
+                    W::V(_) => v,
+                })
+                .collect(),
+        )
+    }
+
+    fn public(&mut self, bits: &[bool]) -> Word<Block> {
+        bits.iter().map(|&b| W::V(self.delta.select(b))).collect()
+    }
+
+    fn refuse(&mut self, why: Refused) {
+        self.err.get_or_insert(why.into());
+    }
+
     fn call<F>(&mut self, sub: &Sub, a: &[W<Block>], b: &[W<Block>], _f: F) -> Word<Block>
     where
         F: FnOnce(&mut Self, &[W<Block>], &[W<Block>]) -> Word<Block>,
     {
         let p = sub.program();
-        if self.err.is_none() && self.fill > 0 {
-            // Keep the tables in gate order on the wire.
-            match (self.sink)(&self.buf[..self.fill]) {
-                Ok(()) => self.fill = 0,
-                Err(e) => self.err = Some(e),
-            }
-        }
+        // Keep the tables in gate order on the wire.
+        self.drain();
         if self.err.is_some() {
             return vec![W::V(Block::ZERO); sub.output_bits()];
         }
@@ -185,74 +220,96 @@ impl<E> Gen for StreamGarbler<'_, E> {
         for (&s, w) in p.evaluator_inputs.iter().zip(b) {
             l[s as usize] = label(w);
         }
-        if let Err(e) = crate::gc::garble(p, self.hasher, delta, l, &mut self.counter, self.sink) {
-            self.err = Some(e);
+        let ch = &mut self.ch;
+        let mut sink = |t: &[u8]| ch.send(t);
+        if let Err(e) = crate::gc::garble(p, self.hasher, delta, l, &mut self.counter, &mut sink) {
+            self.err = Some(e.into());
         }
         p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
     }
 }
 
 /// Evaluates gates as they are emitted: wires are active labels; tables
-/// come from a source, at most `and_gates` of them in total (so that the
-/// source is never asked for bytes beyond the tables). After a source
-/// error, gates are no longer evaluated and the error is returned by
-/// [`StreamEvaluator::finish`].
-pub struct StreamEvaluator<'a, E> {
+/// come from the peer, exactly as many before each reveal and in total as
+/// the circuit's count says (so that a table read never takes a reveal's
+/// bytes or asks for bytes beyond the tables). After a channel error, an
+/// overrun or a refused reveal, gates are no longer evaluated and the error is
+/// returned by [`StreamEvaluator::finish`].
+pub struct StreamEvaluator<'a> {
     hasher: &'a Hasher,
     counter: u64,
     buf: Vec<u8>,
     pos: usize,
     avail: usize,
+    /// Table bytes still to read before the next reveal (or the end).
     remaining: u64,
-    source: &'a mut dyn FnMut(&mut [u8]) -> Result<(), E>,
-    err: Option<E>,
-    overrun: bool,
+    /// The counted reveals: AND gates before each, and its width.
+    reveals: Vec<(u64, usize)>,
+    /// The next reveal's index in `reveals`.
+    next: usize,
+    /// AND gates of the whole circuit.
+    and_gates: u64,
+    /// The AND counter at the start (reveal positions count from it).
+    start: u64,
+    ch: &'a mut dyn Channel,
+    err: Option<SessionError>,
     fused: bool,
     scratch: Vec<Block>,
 }
 
-/// The generator asked for more AND tables than announced.
-#[derive(Debug, thiserror::Error)]
-#[error("the generator emitted more AND gates than the circuit's count")]
-pub struct Overrun;
+/// The generator emitted more AND gates than counted (before a reveal, or in total).
+const OVERRUN: &str = "the circuit emitted more AND gates than it counted";
+/// A reveal came where the count did not put one (another width, fewer AND gates before it).
+const MISPLACED: &str = "the circuit revealed where its count did not put a reveal";
 
-impl<'a, E> StreamEvaluator<'a, E> {
-    /// An evaluator for `and_gates` AND gates whose counter starts at
-    /// `counter`.
+impl<'a> StreamEvaluator<'a> {
+    /// An evaluator of a circuit counted as `stats` (its AND gates and its reveals) whose
+    /// AND counter starts at `counter`, reading tables from `ch`.
     pub fn new(
         hasher: &'a Hasher,
         counter: u64,
-        and_gates: u64,
-        source: &'a mut dyn FnMut(&mut [u8]) -> Result<(), E>,
+        stats: &GenStats,
+        ch: &'a mut dyn Channel,
     ) -> Self {
-        StreamEvaluator {
+        let and_gates = stats.stats.and_gates();
+        let mut e = StreamEvaluator {
             hasher,
             counter,
             buf: vec![0u8; CHUNK_BYTES],
             pos: 0,
             avail: 0,
-            remaining: and_gates * TABLE_BYTES as u64,
-            source,
+            remaining: 0,
+            reveals: stats.reveals.clone(),
+            next: 0,
+            and_gates,
+            start: counter,
+            ch,
             err: None,
-            overrun: false,
             fused: hasher.fused(),
             scratch: Vec::new(),
-        }
+        };
+        e.remaining = e.segment_tables(0) * TABLE_BYTES as u64;
+        e
     }
 
-    /// The AND counter, or the first source error.
-    pub fn finish(mut self) -> Result<Result<u64, Overrun>, E> {
-        if let Some(e) = self.err.take() {
-            return Err(e);
+    /// AND gates between the reveal before segment `i` (or the start) and the next (or
+    /// the end).
+    fn segment_tables(&self, i: usize) -> u64 {
+        let start = if i == 0 { 0 } else { self.reveals[i - 1].0 };
+        let end = self.reveals.get(i).map_or(self.and_gates, |r| r.0);
+        end.saturating_sub(start)
+    }
+
+    /// The AND counter, or the first channel error, overrun or refusal.
+    pub fn finish(mut self) -> Result<u64, SessionError> {
+        match self.err.take() {
+            Some(e) => Err(e),
+            None => Ok(self.counter),
         }
-        if self.overrun {
-            return Ok(Err(Overrun));
-        }
-        Ok(Ok(self.counter))
     }
 }
 
-impl<E> Gen for StreamEvaluator<'_, E> {
+impl Gen for StreamEvaluator<'_> {
     type L = Block;
     #[inline]
     fn xor_raw(&mut self, a: Block, b: Block) -> Block {
@@ -263,18 +320,18 @@ impl<E> Gen for StreamEvaluator<'_, E> {
         a
     }
     fn and_raw(&mut self, wa: Block, wb: Block) -> Block {
-        if self.err.is_some() || self.overrun {
+        if self.err.is_some() {
             return Block::ZERO;
         }
         if self.pos + TABLE_BYTES > self.avail {
             // Chunks are whole tables, so pos == avail here.
             let want = (CHUNK_BYTES as u64).min(self.remaining) as usize;
             if want < TABLE_BYTES {
-                self.overrun = true;
+                self.err = Some(SessionError::Protocol(OVERRUN));
                 return Block::ZERO;
             }
-            if let Err(e) = (self.source)(&mut self.buf[..want]) {
-                self.err = Some(e);
+            if let Err(e) = self.ch.recv(&mut self.buf[..want]) {
+                self.err = Some(e.into());
                 return Block::ZERO;
             }
             self.remaining -= want as u64;
@@ -300,6 +357,52 @@ impl<E> Gen for StreamEvaluator<'_, E> {
         wg ^ we
     }
 
+    /// Receives the decoding bits of `w` (every table before it has been read), decodes,
+    /// and sends the values back to the garbler.
+    fn reveal(&mut self, w: &[W<Block>]) -> Option<Vec<bool>> {
+        if self.err.is_some() {
+            return None;
+        }
+        let here = self.reveals.get(self.next).copied();
+        let done = self.counter - self.start;
+        if here != Some((done, w.len())) || self.remaining > 0 || self.pos != self.avail {
+            self.err = Some(SessionError::Protocol(MISPLACED));
+            return None;
+        }
+        self.next += 1;
+        self.remaining = self.segment_tables(self.next) * TABLE_BYTES as u64;
+        let mut d = vec![0u8; w.len().div_ceil(8)];
+        if let Err(e) = self.ch.recv(&mut d) {
+            self.err = Some(e.into());
+            return None;
+        }
+        let values: Vec<bool> = w
+            .iter()
+            .zip(bits_from_bytes(&d, w.len()))
+            .map(|(x, db)| match *x {
+                W::C(b) => b,
+                W::V(l) => l.lsb() ^ db,
+            })
+            .collect();
+        let sent = self
+            .ch
+            .send(&bytes_from_bits(&values))
+            .and_then(|()| self.ch.flush());
+        if let Err(e) = sent {
+            self.err = Some(e.into());
+            return None;
+        }
+        Some(values)
+    }
+
+    fn public(&mut self, bits: &[bool]) -> Word<Block> {
+        vec![W::V(Block::ZERO); bits.len()]
+    }
+
+    fn refuse(&mut self, why: Refused) {
+        self.err.get_or_insert(why.into());
+    }
+
     fn call<F>(&mut self, sub: &Sub, a: &[W<Block>], b: &[W<Block>], _f: F) -> Word<Block>
     where
         F: FnOnce(&mut Self, &[W<Block>], &[W<Block>]) -> Word<Block>,
@@ -307,10 +410,10 @@ impl<E> Gen for StreamEvaluator<'_, E> {
         let p = sub.program();
         let need = p.and_gates() * TABLE_BYTES as u64;
         let buffered = (self.avail - self.pos) as u64;
-        if need > buffered + self.remaining {
-            self.overrun = true;
+        if self.err.is_none() && need > buffered + self.remaining {
+            self.err = Some(SessionError::Protocol(OVERRUN));
         }
-        if self.err.is_some() || self.overrun {
+        if self.err.is_some() {
             return vec![W::V(Block::ZERO); sub.output_bits()];
         }
         let l = &mut self.scratch;
@@ -327,26 +430,26 @@ impl<E> Gen for StreamEvaluator<'_, E> {
         for (&s, w) in p.evaluator_inputs.iter().zip(b) {
             l[s as usize] = label(w);
         }
-        // Tables: what is buffered first, then the source.
-        let (buf, pos, avail, remaining, source) = (
+        // Tables: what is buffered first, then the channel.
+        let (buf, pos, avail, remaining, ch) = (
             &self.buf,
             &mut self.pos,
             self.avail,
             &mut self.remaining,
-            &mut self.source,
+            &mut self.ch,
         );
         let mut src = |out: &mut [u8]| {
             let t = (avail - *pos).min(out.len());
             out[..t].copy_from_slice(&buf[*pos..*pos + t]);
             *pos += t;
             if t < out.len() {
-                source(&mut out[t..])?;
+                ch.recv(&mut out[t..])?;
                 *remaining -= (out.len() - t) as u64;
             }
             Ok(())
         };
         if let Err(e) = crate::gc::evaluate(p, self.hasher, l, &mut self.counter, &mut src) {
-            self.err = Some(e);
+            self.err = Some(SessionError::Channel(e));
         }
         p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
     }
@@ -363,7 +466,9 @@ pub const HEADER_BYTES: usize = 64;
 /// evaluation, with this protocol's 64-byte header. A session's socket counters are
 /// checked against it.
 pub fn expected_wire_bytes<G: Generator>(c: &G, stats: &generator::GenStats) -> (u64, u64) {
-    crate::session::predicted_wire_bytes(
+    // Each reveal: the decoding bits to the evaluator, the values back.
+    let reveal: u64 = stats.reveals.iter().map(|r| r.1.div_ceil(8) as u64).sum();
+    let (g, e) = crate::session::predicted_wire_bytes(
         HEADER_BYTES as u64,
         c.garbler_input_bits(),
         c.evaluator_input_bits(),
@@ -371,7 +476,8 @@ pub fn expected_wire_bytes<G: Generator>(c: &G, stats: &generator::GenStats) -> 
         c.output_bits() - stats.constant_outputs as usize,
         stats.stats.and_gates(),
         1,
-    )
+    );
+    (g + reveal, e + reveal)
 }
 
 fn header(digest: &[u8; 32], hp: HashParams) -> [u8; HEADER_BYTES] {
@@ -527,8 +633,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     let elabels: Word<Block> = elabels.into_iter().map(W::V).collect();
 
     st.enter(Stage::Garble, ch);
-    let mut sink = |b: &[u8]| ch.send(b);
-    let mut g = StreamGarbler::new(&hasher, delta, 0, &mut sink);
+    let mut g = StreamGarbler::new(&hasher, delta, 0, ch);
     let out = c.generate(&mut g, &glabels, &elabels);
     drop((glabels, elabels));
     g.finish()?;
@@ -611,15 +716,10 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     drop(raw);
 
     st.enter(Stage::Garble, ch);
-    let mut source = |b: &mut [u8]| ch.recv(b);
-    let mut e = StreamEvaluator::new(&hasher, 0, stats.stats.and_gates(), &mut source);
+    let mut e = StreamEvaluator::new(&hasher, 0, &stats, ch);
     let out = c.generate(&mut e, &glabels, &elabels);
     drop((glabels, elabels));
-    if e.finish()?.is_err() {
-        return Err(SessionError::Protocol(
-            "the circuit emitted more AND gates than it counted",
-        ));
-    }
+    e.finish()?;
 
     st.enter(Stage::Result, ch);
     let labels = output_labels(&out);
@@ -662,14 +762,15 @@ pub fn run_evaluator<C: Channel, G: Generator>(
 /// Garbles and evaluates `c` in one process, without a channel or OT:
 /// tables go through a small in-memory queue as they are produced (the
 /// evaluator runs in a second thread). For tests and for measuring
-/// garbling alone. Returns the outputs.
+/// garbling alone. Returns the outputs, or the first error (a refused reveal:
+/// [`SessionError::Refused`]).
 pub fn simulate<G: Generator + Sync>(
     c: &G,
     hasher: &Hasher,
     prg: &mut Prg,
     garbler: &[bool],
     evaluator: &[bool],
-) -> Result<Vec<bool>, ChannelError> {
+) -> Result<Vec<bool>, SessionError> {
     let stats = generator::stats(c);
     let mut delta = prg.block();
     delta.0 |= 1;
@@ -685,14 +786,13 @@ pub fn simulate<G: Generator + Sync>(
     let (mut tx, mut rx) = crate::channel::mem_pair(crate::channel::DEFAULT_TIMEOUT);
     std::thread::scope(|s| {
         let ev = s.spawn(move || {
-            let mut source = |b: &mut [u8]| rx.recv(b);
-            let mut e = StreamEvaluator::new(hasher, 0, stats.stats.and_gates(), &mut source);
+            let mut e = StreamEvaluator::new(hasher, 0, &stats, &mut rx);
             let out = c.generate(&mut e, eb, ee);
-            let _ = e.finish()?;
+            e.finish()?;
             let mut d = vec![0u8; out.len().div_ceil(8)];
             rx.recv(&mut d)?;
             let d = bits_from_bytes(&d, out.len());
-            Ok::<_, ChannelError>(
+            Ok::<_, SessionError>(
                 out.iter()
                     .zip(d)
                     .map(|(w, db)| match *w {
@@ -702,13 +802,20 @@ pub fn simulate<G: Generator + Sync>(
                     .collect::<Vec<bool>>(),
             )
         });
-        let mut sink = |b: &[u8]| tx.send(b);
-        let mut g = StreamGarbler::new(hasher, delta, 0, &mut sink);
+        let mut g = StreamGarbler::new(hasher, delta, 0, &mut tx);
         let out = c.generate(&mut g, gb, ge);
-        g.finish()?;
-        tx.send(&bytes_from_bits(&decode_bits(&out)))?;
-        tx.flush()?;
-        ev.join().unwrap_or(Err(ChannelError::Closed))
+        let done = g.finish().and_then(|_| {
+            tx.send(&bytes_from_bits(&decode_bits(&out)))?;
+            Ok(tx.flush()?)
+        });
+        // Hang up on error, so that an evaluator waiting for bytes sees it.
+        if done.is_err() {
+            tx.close();
+        }
+        let ev = ev
+            .join()
+            .unwrap_or(Err(SessionError::Channel(ChannelError::Closed)));
+        done.and(ev)
     })
 }
 
@@ -833,6 +940,89 @@ mod tests {
             (g.report.wire_bytes_sent, e.report.wire_bytes_sent),
             predicted
         );
+    }
+
+    /// A circuit that reveals `a & b` in its middle, refuses an all-zero value, and goes on
+    /// with the revealed bits, reversed, as public wires: `(a & b) ^ rev(a & b) & b`.
+    struct RevealAnd;
+    impl Generator for RevealAnd {
+        fn name(&self) -> String {
+            "reveal-and8".into()
+        }
+        fn garbler_input_bits(&self) -> usize {
+            8
+        }
+        fn evaluator_input_bits(&self) -> usize {
+            8
+        }
+        fn output_bits(&self) -> usize {
+            8
+        }
+        fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+            let x = g.and_w(a, b);
+            let v = match g.reveal(&x) {
+                Some(v) if v.iter().all(|&bit| !bit) => {
+                    g.refuse(Refused("all zero"));
+                    v
+                }
+                Some(v) => v,
+                None => vec![false; 8],
+            };
+            let rev: Vec<bool> = v.into_iter().rev().collect();
+            let p = g.public(&rev);
+            let y = g.and_w(&p, b);
+            g.xor_w(&x, &y)
+        }
+    }
+
+    fn reveal_and_plain(a: u8, b: u8) -> Vec<bool> {
+        let x = a & b;
+        bits_from_bytes(&[x ^ (x.reverse_bits() & b)], 8)
+    }
+
+    /// The reveal in a session: both parties get the plain outputs, the counted position
+    /// and the wire bytes are exact; a refused value stops both with the typed error.
+    #[test]
+    fn a_mid_circuit_reveal_round_trips_and_a_refusal_stops_both() {
+        let st = generator::stats(&RevealAnd);
+        assert_eq!(st.reveals, vec![(8, 8)]);
+        assert_eq!(st.stats.and_gates(), 16);
+        for (a, b, refused) in [(0xb5u8, 0x6eu8, false), (0x0f, 0xf0, true)] {
+            let (ab, bb) = (bits_from_bytes(&[a], 8), bits_from_bytes(&[b], 8));
+            let plain = generator::try_eval_plain(&RevealAnd, &ab, &bb);
+            let h = Hasher::new();
+            let sim = simulate(&RevealAnd, &h, &mut Prg::from_seed([3; 16]), &ab, &bb);
+            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+            let opts = SessionOptions::default();
+            let (g, e) = std::thread::scope(|s| {
+                let e = s.spawn(|| run_evaluator(&mut y, &RevealAnd, &bb, &opts));
+                let g = run_garbler(&mut x, &RevealAnd, &ab, &opts);
+                (g, e.join().unwrap())
+            });
+            if refused {
+                let want = Refused("all zero");
+                assert_eq!(plain, Err(want));
+                assert!(matches!(sim, Err(SessionError::Refused(w)) if w == want));
+                assert!(matches!(g, Err(SessionError::Refused(w)) if w == want));
+                assert!(matches!(e, Err(SessionError::Refused(w)) if w == want));
+                continue;
+            }
+            let want = reveal_and_plain(a, b);
+            assert_eq!(plain.unwrap(), want);
+            assert_eq!(sim.unwrap(), want);
+            let (g, e) = (g.unwrap(), e.unwrap());
+            assert_eq!((&g.outputs[0], &e.outputs[0]), (&want, &want));
+            let predicted = expected_wire_bytes(&RevealAnd, &st);
+            assert_eq!(
+                (g.report.wire_bytes_sent, e.report.wire_bytes_sent),
+                predicted
+            );
+        }
+        // No flat form.
+        assert!(matches!(
+            generator::build(&RevealAnd),
+            Err(crate::circuit::CircuitError::Reveal)
+        ));
     }
 
     #[test]

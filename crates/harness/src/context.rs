@@ -78,6 +78,13 @@ pub struct RunOptions {
     /// the scenarios parse it with `garble::link::Profile`, the cli checks it first).
     /// `None`: loopback.
     pub net: Option<String>,
+    /// The circuit of `ed25519-2pc` (`--variant`: `reveal`, R revealed blinded, or
+    /// `one-pass`, the whole signature in one circuit). `None`: `reveal`.
+    pub ed25519_variant: Option<String>,
+    /// Which emulator carries `net` (`--link-emulator`: `auto`, `kernel` or `user`; the
+    /// scenarios parse it with `garble::link::Choice`, the cli checks it first). `None`:
+    /// `auto`, the kernel's link where this process can set it up, else the user-space one.
+    pub link_emulator: Option<String>,
     /// How long one ecall into a sandboxed enclave started through
     /// [`crate::boundary::Config::builder`] may take before the call fails and the enclave
     /// is ended (a service that never returns must not hang the run); `None`: no limit.
@@ -116,6 +123,8 @@ impl RunOptions {
             gc_hash: None,
             gc_scheme: None,
             net: None,
+            ed25519_variant: None,
+            link_emulator: None,
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }

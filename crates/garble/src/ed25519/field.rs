@@ -209,7 +209,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn ops_match_bigint(a in any256(), b in any256()) {
-            let mut g = Plain;
+            let mut g = Plain::default();
             let (x, y) = (w(&a), w(&b));
             let pp = p();
             let check = |r: &Word<bool>, e: BigUint| {
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn invert_matches_fermat() {
-        let mut g = Plain;
+        let mut g = Plain::default();
         for a in [
             BigUint::from(1u8),
             BigUint::from(2u8),

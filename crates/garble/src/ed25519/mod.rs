@@ -10,16 +10,20 @@
 //!   of 512-bit values, the multiply-add for `S`);
 //! * [`point`]: fixed-base scalar multiplication with public tables (free
 //!   lookups, mixed additions) and the point encoding;
-//! * [`sign`]: the whole signature on an XOR-shared key, and a plain
-//!   reference.
+//! * [`reveal`]: `R` revealed blinded in projective form and encoded in the
+//!   clear (the `ed25519-sign-reveal` circuit: no inversion in the circuit);
+//! * [`sign`]: the whole signature on an XOR-shared key, both circuits, and a
+//!   plain reference.
 //!
 //! `docs/ed25519-2pc.md` lists the AND gates per block.
 
 pub mod field;
 mod plain;
 pub mod point;
+pub mod reveal;
 pub mod scalar;
 pub mod sha512;
 pub mod sign;
 
-pub use sign::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES, public_key, reference_sign, verify};
+pub use reveal::{SHARE_BYTES, blinding_share};
+pub use sign::{Ed25519Sign, KEY_BYTES, OUTPUT_BYTES, Variant, public_key, reference_sign, verify};

@@ -166,31 +166,31 @@ pub fn one_hot<G: Gen>(g: &mut G, bits: &[W<G::L>]) -> Word<G::L> {
 pub fn lookup<G: Gen>(g: &mut G, onehot: &[W<G::L>], table: &Window) -> [Word<G::L>; 3] {
     debug_assert_eq!(onehot.len(), table.entries);
     let n = table.entries;
-    core::array::from_fn(|k| {
-        (0..256)
-            .map(|bit| {
-                let col = table.column(k * 256 + bit);
-                let ones: usize = col.iter().map(|w| w.count_ones() as usize).sum();
-                // XOR of the one-hot bits of the entries with the bit set,
-                // or its complement over the others (the one-hot bits sum
-                // to 1).
-                let invert = 2 * ones > n;
-                let mut picked = Vec::with_capacity(n / 2 + 1);
-                for (wi, &w) in col.iter().enumerate() {
-                    let mut m = if invert { !w } else { w };
+    // Per output bit: the XOR of the one-hot bits of the entries with the bit set, or its
+    // complement over the others (the one-hot bits sum to 1), whichever is shorter.
+    let bits: Vec<(bool, Vec<u64>)> = (0..768)
+        .map(|k| {
+            let col = table.column(k);
+            let ones: usize = col.iter().map(|w| w.count_ones() as usize).sum();
+            let invert = 2 * ones > n;
+            let mask = col
+                .iter()
+                .enumerate()
+                .map(|(wi, &w)| {
+                    let m = if invert { !w } else { w };
                     if (wi + 1) * 64 > n {
-                        m &= u64::MAX >> (64 * (wi + 1) - n);
+                        m & (u64::MAX >> (64 * (wi + 1) - n))
+                    } else {
+                        m
                     }
-                    while m != 0 {
-                        let j = wi * 64 + m.trailing_zeros() as usize;
-                        m &= m - 1;
-                        picked.push(onehot[j]);
-                    }
-                }
-                g.xor_all(W::C(invert), &picked)
-            })
-            .collect()
-    })
+                })
+                .collect();
+            (invert, mask)
+        })
+        .collect();
+    let out = g.xor_select(onehot, &bits);
+    let mut words = out.chunks_exact(256).map(<[W<G::L>]>::to_vec);
+    core::array::from_fn(|_| words.next().unwrap_or_default())
 }
 
 /// A point in extended coordinates (field elements as 256-bit words).
@@ -289,8 +289,8 @@ mod tests {
 
     fn plain_mul_base(s: &Scalar) -> [u8; 32] {
         let r = plain_word(&bits_from_bytes(s.as_bytes(), SCALAR_BITS));
-        let p = mul_base(&mut Plain, &r);
-        let e = encode(&mut Plain, &p);
+        let p = mul_base(&mut Plain::default(), &r);
+        let e = encode(&mut Plain::default(), &p);
         let mut out = [0u8; 32];
         out.copy_from_slice(&bytes_from_bits(&plain_bits(&e)));
         out
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn one_hot_and_lookup() {
-        let mut g = Plain;
+        let mut g = Plain::default();
         for d in 0..16u8 {
             let bits = plain_word(&bits_from_bytes(&[d], 4));
             let oh = plain_bits(&one_hot(&mut g, &bits));

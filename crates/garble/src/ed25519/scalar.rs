@@ -78,7 +78,7 @@ mod tests {
         fn reduce_matches_dalek(x in proptest::collection::vec(any::<u8>(), 64)) {
             let mut wide = [0u8; 64];
             wide.copy_from_slice(&x);
-            let r = reduce512(&mut Plain, &plain_word(&bits_from_bytes(&x, 512)));
+            let r = reduce512(&mut Plain::default(), &plain_word(&bits_from_bytes(&x, 512)));
             prop_assert_eq!(r.len(), BITS);
             prop_assert_eq!(scalar_of(&r), Scalar::from_bytes_mod_order_wide(&wide).to_bytes());
         }
@@ -93,7 +93,7 @@ mod tests {
             let mut a = a;
             a[31] &= 0x7f;
             let w = |b: &[u8; 32], n| plain_word(&bits_from_bytes(b, n));
-            let s = mul_add(&mut Plain, &w(r.as_bytes(), BITS), &w(k.as_bytes(), BITS), &w(&a, 255));
+            let s = mul_add(&mut Plain::default(), &w(r.as_bytes(), BITS), &w(k.as_bytes(), BITS), &w(&a, 255));
             // dalek reduces a mod L first; the product is the same mod L.
             let want = r + k * Scalar::from_bytes_mod_order(a);
             prop_assert_eq!(scalar_of(&s), want.to_bytes());
@@ -104,7 +104,10 @@ mod tests {
     fn extremes() {
         // 2^512 - 1 and L - 1 + L * (2^259 - 1)-ish values.
         let all = [0xffu8; 64];
-        let r = reduce512(&mut Plain, &plain_word(&bits_from_bytes(&all, 512)));
+        let r = reduce512(
+            &mut Plain::default(),
+            &plain_word(&bits_from_bytes(&all, 512)),
+        );
         assert_eq!(
             scalar_of(&r),
             Scalar::from_bytes_mod_order_wide(&all).to_bytes()

@@ -229,7 +229,7 @@ mod tests {
 
     fn plain_sha512(msg: &[u8]) -> Vec<u8> {
         let bits = plain_word(&bits_from_bytes(msg, msg.len() * 8));
-        bytes_from_bits(&plain_bits(&sha512(&mut Plain, &bits)))
+        bytes_from_bits(&plain_bits(&sha512(&mut Plain::default(), &bits)))
     }
 
     fn hexd(s: &str) -> Vec<u8> {

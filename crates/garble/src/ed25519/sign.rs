@@ -3,7 +3,9 @@
 //!
 //! Inputs: the garbler's 64-byte share of the key `seed || A` (the common
 //! layout: 32-byte seed, then the encoded public key) followed by the
-//! message (a fixed length per circuit); the evaluator's 64-byte share.
+//! message (a fixed length per circuit); the evaluator's 64-byte share. The
+//! [`Variant::Reveal`] circuit takes one more input from each party: its
+//! 32-byte blinding share ([`super::reveal::blinding_share`]), after the rest.
 //! Outputs (to both parties): the 64-byte signature `enc(R) || S`, then the
 //! 32-byte public key `A` (public by definition; with it each party checks
 //! the signature it receives).
@@ -13,11 +15,18 @@
 //! r = SHA-512(prefix || M) mod L                       R = r B
 //! k = SHA-512(enc(R) || A || M) mod L                  S = (r + k a) mod L
 //! ```
+//!
+//! Two circuits compute it. [`Variant::OnePass`] computes `enc(R)` inside the
+//! circuit (a field inversion, 8.9 M AND gates). [`Variant::Reveal`] reveals
+//! `R` blinded in projective form, `(λX : λY : λZ)`, encodes it in the clear
+//! and continues with `enc(R)` as public wires ([`super::reveal`]): about
+//! half the AND gates, one round trip more.
 
 use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 use curve25519_dalek::scalar::Scalar;
 use sha2::{Digest, Sha512};
 
+use super::reveal::{self, SHARE_BYTES};
 use super::{point, scalar, sha512};
 use crate::generator::{Gen, Generator, W, Word};
 
@@ -27,22 +36,59 @@ pub const KEY_BYTES: usize = 64;
 /// Output bytes: signature (64) and public key (32).
 pub const OUTPUT_BYTES: usize = 96;
 
+/// How the circuit gets `enc(R)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Inside the circuit: a field inversion and the encoding (`ed25519-sign`).
+    OnePass,
+    /// `R` revealed blinded, `(λX : λY : λZ)`, and encoded in the clear
+    /// (`ed25519-sign-reveal`): each party adds a blinding share to its input.
+    Reveal,
+}
+
+impl Variant {
+    /// The circuit's name on the command line: `ed25519-sign` or `ed25519-sign-reveal`.
+    pub fn circuit_name(self) -> &'static str {
+        match self {
+            Variant::OnePass => "ed25519-sign",
+            Variant::Reveal => "ed25519-sign-reveal",
+        }
+    }
+
+    /// Blinding-share bytes each party adds to its input (0 or [`SHARE_BYTES`]).
+    pub fn share_bytes(self) -> usize {
+        match self {
+            Variant::OnePass => 0,
+            Variant::Reveal => SHARE_BYTES,
+        }
+    }
+}
+
 /// The signing circuit for messages of exactly `msg_len` bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ed25519Sign {
     /// Message length in bytes.
     pub msg_len: usize,
+    /// How `enc(R)` is computed.
+    pub variant: Variant,
 }
 
 impl Ed25519Sign {
-    /// The circuit of the published run: a 64-byte message.
-    pub const PUBLISHED: Ed25519Sign = Ed25519Sign { msg_len: 64 };
+    /// The circuit of the published run: a 64-byte message, all in one pass.
+    pub const PUBLISHED: Ed25519Sign = Ed25519Sign {
+        msg_len: 64,
+        variant: Variant::OnePass,
+    };
+
+    /// A 64-byte message, `R` revealed blinded.
+    pub const REVEAL: Ed25519Sign = Ed25519Sign {
+        msg_len: 64,
+        variant: Variant::Reveal,
+    };
 }
 
-/// The signature circuit's body: `enc(R) || S || A` from the key bits and
-/// the message bits.
-pub fn sign<G: Gen>(g: &mut G, key: &[W<G::L>], msg: &[W<G::L>]) -> Word<G::L> {
-    let (seed, pk) = key.split_at(256);
+/// `(a, r)`: the clamped secret scalar and the nonce `r = SHA-512(prefix || M) mod L`.
+fn scalars<G: Gen>(g: &mut G, seed: &[W<G::L>], msg: &[W<G::L>]) -> (Word<G::L>, Word<G::L>) {
     let h = sha512::sha512(g, seed);
     // clamp: clear bits 0, 1, 2 and 255, set 254.
     let mut a: Word<G::L> = h[..255].to_vec();
@@ -53,11 +99,48 @@ pub fn sign<G: Gen>(g: &mut G, key: &[W<G::L>], msg: &[W<G::L>]) -> Word<G::L> {
     let prefix = &h[256..512];
     let rh = sha512::sha512(g, &[prefix, msg].concat());
     let r = scalar::reduce512(g, &rh);
+    (a, r)
+}
+
+/// The signature circuit's body: `enc(R) || S || A` from the key bits and
+/// the message bits, `enc(R)` computed in the circuit.
+pub fn sign<G: Gen>(g: &mut G, key: &[W<G::L>], msg: &[W<G::L>]) -> Word<G::L> {
+    let (seed, pk) = key.split_at(256);
+    let (a, r) = scalars(g, seed, msg);
     let big_r = point::mul_base(g, &r);
     let enc_r = point::encode(g, &big_r);
+    finish(g, enc_r, pk, msg, &r, &a)
+}
+
+/// [`sign`] with `R` revealed blinded by `λ = λ_g λ_e` (the parties' shares) and
+/// encoded in the clear ([`super::reveal`]); `enc(R)` continues as public wires.
+pub fn sign_reveal<G: Gen>(
+    g: &mut G,
+    key: &[W<G::L>],
+    msg: &[W<G::L>],
+    lam_g: &[W<G::L>],
+    lam_e: &[W<G::L>],
+) -> Word<G::L> {
+    let (seed, pk) = key.split_at(256);
+    let (a, r) = scalars(g, seed, msg);
+    let big_r = point::mul_base(g, &r);
+    let blinded = reveal::blind(g, &big_r, lam_g, lam_e);
+    let enc_r = reveal::reveal_encoding(g, &blinded);
+    finish(g, enc_r, pk, msg, &r, &a)
+}
+
+/// `enc(R) || S || A` with `k = SHA-512(enc(R) || A || M) mod L`, `S = r + k a`.
+fn finish<G: Gen>(
+    g: &mut G,
+    enc_r: Word<G::L>,
+    pk: &[W<G::L>],
+    msg: &[W<G::L>],
+    r: &[W<G::L>],
+    a: &[W<G::L>],
+) -> Word<G::L> {
     let kh = sha512::sha512(g, &[&enc_r[..], pk, msg].concat());
     let k = scalar::reduce512(g, &kh);
-    let mut s = scalar::mul_add(g, &r, &k, &a);
+    let mut s = scalar::mul_add(g, r, &k, a);
     s.resize(256, W::ZERO);
     let mut out = enc_r;
     out.extend(s);
@@ -67,13 +150,13 @@ pub fn sign<G: Gen>(g: &mut G, key: &[W<G::L>], msg: &[W<G::L>]) -> Word<G::L> {
 
 impl Generator for Ed25519Sign {
     fn name(&self) -> String {
-        format!("ed25519-sign/msg{}", self.msg_len)
+        format!("{}/msg{}", self.variant.circuit_name(), self.msg_len)
     }
     fn garbler_input_bits(&self) -> usize {
-        8 * (KEY_BYTES + self.msg_len)
+        8 * (KEY_BYTES + self.msg_len + self.variant.share_bytes())
     }
     fn evaluator_input_bits(&self) -> usize {
-        8 * KEY_BYTES
+        8 * (KEY_BYTES + self.variant.share_bytes())
     }
     fn output_bits(&self) -> usize {
         8 * OUTPUT_BYTES
@@ -85,7 +168,15 @@ impl Generator for Ed25519Sign {
         evaluator: &[W<G::L>],
     ) -> Word<G::L> {
         let key = g.xor_w(&garbler[..8 * KEY_BYTES], &evaluator[..8 * KEY_BYTES]);
-        sign(g, &key, &garbler[8 * KEY_BYTES..])
+        let msg = &garbler[8 * KEY_BYTES..8 * (KEY_BYTES + self.msg_len)];
+        match self.variant {
+            Variant::OnePass => sign(g, &key, msg),
+            Variant::Reveal => {
+                let lam_g = &garbler[8 * (KEY_BYTES + self.msg_len)..];
+                let lam_e = &evaluator[8 * KEY_BYTES..];
+                sign_reveal(g, &key, msg, lam_g, lam_e)
+            }
+        }
     }
 }
 
@@ -160,7 +251,7 @@ pub fn verify(pk: &[u8; 32], msg: &[u8], sig: &[u8; 64]) -> bool {
 mod tests {
     use super::*;
     use crate::circuit::{bits_from_bytes, bytes_from_bits};
-    use crate::generator::{Counter, eval_plain};
+    use crate::generator::Counter;
 
     fn unhex(s: &str) -> Vec<u8> {
         (0..s.len())
@@ -216,66 +307,178 @@ mod tests {
         }
     }
 
-    /// The whole circuit, evaluated in plain on XOR-shared keys, gives
-    /// RFC 8032's signatures.
+    fn xorshift(state: &mut u64, n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                *state as u8
+            })
+            .collect()
+    }
+
+    /// The parties' input bits for `key` (shared with `mask`) and `msg`: blinding shares
+    /// appended for the reveal circuit.
+    fn party_inputs(
+        c: &Ed25519Sign,
+        key: &[u8; 64],
+        mask: &[u8],
+        msg: &[u8],
+        shares: Option<([u8; 32], [u8; 32])>,
+    ) -> (Vec<bool>, Vec<bool>) {
+        let mut gin: Vec<u8> = key.iter().zip(mask).map(|(k, m)| k ^ m).collect();
+        gin.extend_from_slice(msg);
+        let mut ein = mask.to_vec();
+        if c.variant == Variant::Reveal {
+            let (lg, le) = match shares {
+                Some(s) => s,
+                None => (
+                    reveal::blinding_share().unwrap(),
+                    reveal::blinding_share().unwrap(),
+                ),
+            };
+            gin.extend_from_slice(&lg);
+            ein.extend_from_slice(&le);
+        }
+        (
+            bits_from_bytes(&gin, c.garbler_input_bits()),
+            bits_from_bytes(&ein, c.evaluator_input_bits()),
+        )
+    }
+
+    /// Both circuits, evaluated in plain on XOR-shared keys, give RFC 8032's
+    /// signatures.
     #[test]
     fn circuit_signs_rfc8032_vectors_on_shared_keys() {
         let mut state = 0x243f_6a88_85a3_08d3u64;
-        for (seed, pk, msg, sig) in RFC8032 {
-            let key = key_of(seed, pk);
-            let msg = unhex(msg);
-            let mask: Vec<u8> = (0..64)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
-            let gshare: Vec<u8> = key.iter().zip(&mask).map(|(k, m)| k ^ m).collect();
-            let c = Ed25519Sign { msg_len: msg.len() };
-            let mut gin = gshare.clone();
-            gin.extend_from_slice(&msg);
-            let out = eval_plain(
-                &c,
-                &bits_from_bytes(&gin, c.garbler_input_bits()),
-                &bits_from_bytes(&mask, c.evaluator_input_bits()),
-            );
-            let out = bytes_from_bits(&out);
-            assert_eq!(out[..64].to_vec(), unhex(sig));
-            assert_eq!(out[64..].to_vec(), key[32..].to_vec());
+        for variant in [Variant::OnePass, Variant::Reveal] {
+            for (seed, pk, msg, sig) in RFC8032 {
+                let key = key_of(seed, pk);
+                let msg = unhex(msg);
+                let mask = xorshift(&mut state, 64);
+                let c = Ed25519Sign {
+                    msg_len: msg.len(),
+                    variant,
+                };
+                let (g, e) = party_inputs(&c, &key, &mask, &msg, None);
+                let out = bytes_from_bits(&crate::generator::try_eval_plain(&c, &g, &e).unwrap());
+                assert_eq!(out[..64].to_vec(), unhex(sig), "{variant:?}");
+                assert_eq!(out[64..].to_vec(), key[32..].to_vec());
+            }
         }
+    }
+
+    type Party = Result<crate::session::SessionOutput, crate::session::SessionError>;
+
+    /// Both parties of a session over memory (OT included), each with its own output.
+    fn two_party(c: &Ed25519Sign, g: &[bool], e: &[bool]) -> (Party, Party) {
+        use crate::channel::mem_pair;
+        use crate::session::SessionOptions;
+        use crate::stream::{run_evaluator, run_garbler};
+        let (mut x, mut y) = mem_pair(std::time::Duration::from_secs(60));
+        let opts = SessionOptions::default();
+        std::thread::scope(|s| {
+            let ev = s.spawn(|| run_evaluator(&mut y, c, e, &opts));
+            let gr = run_garbler(&mut x, c, g, &opts);
+            (gr, ev.join().unwrap())
+        })
     }
 
     /// The whole signature garbled and evaluated by two parties over an
     /// in-memory channel (OT included), on RFC 8032's third vector.
     #[test]
     fn two_party_signature_matches_rfc8032() {
-        use crate::channel::mem_pair;
-        use crate::session::SessionOptions;
-        use crate::stream::{run_evaluator, run_garbler};
         let (seed, pk, msg, sig) = RFC8032[2];
         let key = key_of(seed, pk);
         let msg = unhex(msg);
         let mask: Vec<u8> = (0..64u8)
             .map(|i| i.wrapping_mul(151).wrapping_add(7))
             .collect();
-        let mut gin: Vec<u8> = key.iter().zip(&mask).map(|(k, m)| k ^ m).collect();
-        gin.extend_from_slice(&msg);
-        let c = Ed25519Sign { msg_len: msg.len() };
-        let gbits = bits_from_bytes(&gin, c.garbler_input_bits());
-        let ebits = bits_from_bytes(&mask, c.evaluator_input_bits());
-        let (mut x, mut y) = mem_pair(std::time::Duration::from_secs(60));
-        let opts = SessionOptions::default();
-        let (g, e) = std::thread::scope(|s| {
-            let e = s.spawn(|| run_evaluator(&mut y, &c, &ebits, &opts));
-            let g = run_garbler(&mut x, &c, &gbits, &opts);
-            (g, e.join().unwrap())
-        });
+        let c = Ed25519Sign {
+            msg_len: msg.len(),
+            variant: Variant::OnePass,
+        };
+        let (gbits, ebits) = party_inputs(&c, &key, &mask, &msg, None);
+        let (g, e) = two_party(&c, &gbits, &ebits);
         let (g, e) = (g.unwrap(), e.unwrap());
         for out in [&g.outputs[0], &e.outputs[0]] {
             let b = bytes_from_bits(out);
             assert_eq!(b[..64].to_vec(), unhex(sig));
+        }
+    }
+
+    /// The reveal circuit in two parties, on random keys and messages: both parties'
+    /// signatures equal the plain one and verify, and every byte on the wire (32 per AND
+    /// gate counted, the reveal's 96 each way) is predicted exactly, so the garbled AND
+    /// count is the counted one.
+    #[test]
+    fn two_party_reveal_signature_equals_the_reference_on_random_keys() {
+        let mut state = 0x1357_9bdf_2468_ace0u64;
+        for len in [0usize, 64] {
+            let mut seed = [0u8; 32];
+            crate::hash::os_random(&mut seed).unwrap();
+            let mut key = [0u8; 64];
+            key[..32].copy_from_slice(&seed);
+            key[32..].copy_from_slice(&public_key(&seed));
+            let msg = xorshift(&mut state, len);
+            let mask = xorshift(&mut state, 64);
+            let c = Ed25519Sign {
+                msg_len: len,
+                variant: Variant::Reveal,
+            };
+            let (gbits, ebits) = party_inputs(&c, &key, &mask, &msg, None);
+            let (g, e) = two_party(&c, &gbits, &ebits);
+            let (g, e) = (g.unwrap(), e.unwrap());
+            let want = reference_sign(&key, &msg);
+            for out in [&g.outputs[0], &e.outputs[0]] {
+                let b = bytes_from_bits(out);
+                assert_eq!(b[..64], want[..]);
+                let sig: [u8; 64] = b[..64].try_into().unwrap();
+                assert!(verify(&public_key(&seed), &msg, &sig));
+            }
+            let st = crate::generator::stats(&c);
+            assert_eq!(st.reveals, vec![(st.reveals[0].0, reveal::REVEALED_BITS)]);
+            let want = crate::stream::expected_wire_bytes(&c, &st);
+            assert_eq!((g.report.wire_bytes_sent, e.report.wire_bytes_sent), want);
+            assert_eq!(
+                (g.report.wire_bytes_sent, g.report.wire_bytes_received),
+                want
+            );
+        }
+    }
+
+    /// A blinding share of 0 (or p) makes the revealed Z zero: both parties stop with a
+    /// typed error at the reveal, in plain evaluation and in two parties, and no
+    /// signature comes out.
+    #[test]
+    fn a_zero_blinding_share_is_a_typed_error_not_a_signature() {
+        let (seed, pk, msg, _) = RFC8032[1];
+        let key = key_of(seed, pk);
+        let msg = unhex(msg);
+        let mask = [0x3cu8; 64];
+        let c = Ed25519Sign {
+            msg_len: msg.len(),
+            variant: Variant::Reveal,
+        };
+        let ok = reveal::blinding_share().unwrap();
+        for shares in [([0u8; 32], ok), (ok, [0u8; 32])] {
+            let (gbits, ebits) = party_inputs(&c, &key, &mask, &msg, Some(shares));
+            assert_eq!(
+                crate::generator::try_eval_plain(&c, &gbits, &ebits),
+                Err(reveal::ZERO_Z)
+            );
+            let (g, e) = two_party(&c, &gbits, &ebits);
+            for r in [g, e] {
+                assert!(
+                    matches!(
+                        r,
+                        Err(crate::session::SessionError::Refused(w)) if w == reveal::ZERO_Z
+                    ),
+                    "{:?}",
+                    r.map(|o| o.outputs)
+                );
+            }
         }
     }
 
@@ -284,6 +487,15 @@ mod tests {
         let s = crate::generator::stats(&Ed25519Sign::PUBLISHED);
         eprintln!("ed25519-sign/msg64: {:?}", s.stats);
         assert!(s.stats.and_gates() <= 40_000_000);
+        // The reveal circuit: at most 8.5 M AND (issue 24), one reveal of 768 bits.
+        let r = crate::generator::stats(&Ed25519Sign::REVEAL);
+        eprintln!("ed25519-sign-reveal/msg64: {:?} {:?}", r.stats, r.reveals);
+        assert!(r.stats.and_gates() <= 8_500_000);
+        assert_eq!(r.reveals.len(), 1);
+        assert!(s.reveals.is_empty());
+        assert_ne!(r.digest, s.digest);
+        // No flat or Bristol form for a circuit that reveals.
+        assert!(crate::generator::write_bristol(&Ed25519Sign::REVEAL, std::io::sink()).is_err());
         let _ = Counter::new();
     }
 }
@@ -313,12 +525,18 @@ mod timing {
         let h = crate::hash::Hasher::new();
         let mut prg = crate::hash::Prg::from_seed([1; 16]);
         let t = Instant::now();
-        let mut n = 0u64;
-        let mut sink = |b: &[u8]| {
-            n += b.len() as u64;
-            Ok::<(), ()>(())
-        };
-        let mut gg = crate::stream::StreamGarbler::new(&h, crate::hash::Block(3), 0, &mut sink);
+        // Tables go to a memory channel whose peer drains them.
+        let (mut tx, mut rx) = crate::channel::mem_pair(std::time::Duration::from_secs(60));
+        let drain = std::thread::spawn(move || {
+            use crate::channel::Channel;
+            let mut buf = vec![0u8; 1 << 16];
+            let mut n = 0u64;
+            while rx.recv(&mut buf[..32]).is_ok() {
+                n += 32;
+            }
+            n
+        });
+        let mut gg = crate::stream::StreamGarbler::new(&h, crate::hash::Block(3), 0, &mut tx);
         let gi: Vec<_> = (0..c.garbler_input_bits())
             .map(|_| W::V(prg.block()))
             .collect();
@@ -327,6 +545,8 @@ mod timing {
             .collect();
         let _ = c.generate(&mut gg, &gi, &ei);
         let _ = gg.finish();
+        tx.close();
+        let n = drain.join().unwrap_or(0);
         eprintln!("garble alone {:?} ({n} bytes)", t.elapsed());
     }
 }
@@ -399,6 +619,22 @@ mod counts {
         let total = crate::generator::stats(&Ed25519Sign::PUBLISHED)
             .stats
             .and_gates();
+        let lam: [Vec<_>; 2] = core::array::from_fn(|_| k.inputs(256));
+        let blind = ands(&mut k, |k| {
+            if let Some(p) = &p {
+                let _ = reveal::blind(k, p, &lam[0], &lam[1]);
+            }
+        });
+        let rs = crate::generator::stats(&Ed25519Sign::REVEAL);
+        let reveal_total = rs.stats.and_gates();
+        eprintln!(
+            "blinding {blind}, reveal circuit total {reveal_total}, reveals {:?}",
+            rs.reveals
+        );
+        assert_eq!(
+            (blind, reveal_total, rs.reveals.clone()),
+            (223_462, 8_111_480, vec![(7_891_859, 768)])
+        );
         eprintln!(
             "sha512 block {sha_block}, first block (IV) {sha_first}, field mul {fmul}, square {fsq}, invert {finv}, reduce512 {red}, mul_add {muladd}, madd {madd}, mul_base {mb}, encode {enc}, total {total}"
         );

@@ -3,16 +3,28 @@
 //! [`Builder`](crate::builder::Builder) ([`BuilderGen`]).
 
 use super::sub::Sub;
-use super::{Gen, W, Word};
+use super::{Gen, Refused, W, Word, xor_select_fold};
 use crate::builder::{Bit, Builder};
 use crate::circuit::{Circuit, CircuitError, GateKind, Party};
 
-/// Plain evaluation: wires are `bool`s.
+/// Plain evaluation: wires are `bool`s. A reveal returns the values.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Plain;
+pub struct Plain {
+    /// The circuit's refusal of a revealed value, if any ([`Gen::refuse`]).
+    pub refused: Option<Refused>,
+}
 
 impl Gen for Plain {
     type L = bool;
+    fn reveal(&mut self, w: &[W<bool>]) -> Option<Vec<bool>> {
+        self.refused.is_none().then(|| plain_bits(w))
+    }
+    fn public(&mut self, bits: &[bool]) -> Word<bool> {
+        plain_word(bits)
+    }
+    fn refuse(&mut self, why: Refused) {
+        self.refused.get_or_insert(why);
+    }
     #[inline]
     fn xor_raw(&mut self, a: bool, b: bool) -> bool {
         a ^ b
@@ -70,6 +82,10 @@ pub struct Counter {
     /// The deepest AND chain so far (an upper bound across sub-circuit
     /// calls, whose outputs get the deepest input's depth plus their own).
     pub and_depth: u32,
+    /// The reveals so far: the AND gates before each, and its width in bits.
+    pub reveals: Vec<(u64, usize)>,
+    /// The AND depth of the last reveal's wires: public wires come after it.
+    public_depth: u32,
     mix: u64,
 }
 
@@ -114,6 +130,35 @@ impl Counter {
 
 impl Gen for Counter {
     type L = CountWire;
+    /// Records the reveal; the values are unknown here (the structure does not depend on
+    /// them).
+    fn reveal(&mut self, w: &[W<CountWire>]) -> Option<Vec<bool>> {
+        self.reveals.push((self.and, w.len()));
+        let first = w.iter().find_map(|x| match *x {
+            W::V(v) => Some(v.id),
+            W::C(_) => None,
+        });
+        let depth = w.iter().filter_map(|x| match *x {
+            W::V(v) => Some(v.depth),
+            W::C(_) => None,
+        });
+        self.public_depth = self.public_depth.max(depth.max().unwrap_or(0));
+        self.gate(8, first.unwrap_or(u32::MAX), w.len() as u32);
+        self.next -= 1;
+        None
+    }
+    /// Fresh wires, whatever the bits, as deep as the reveal they come from (so the AND
+    /// depth counts the path through the reveal).
+    fn public(&mut self, bits: &[bool]) -> Word<CountWire> {
+        let depth = self.public_depth;
+        (0..bits.len())
+            .map(|_| match self.input() {
+                W::V(v) => W::V(CountWire { depth, ..v }),
+                c => c,
+            })
+            .collect()
+    }
+    fn refuse(&mut self, _why: Refused) {}
     #[inline]
     fn xor_raw(&mut self, a: CountWire, b: CountWire) -> CountWire {
         self.xor += 1;
@@ -175,6 +220,68 @@ impl Gen for Counter {
         acc
     }
 
+    /// Counted from the masks: with every item a wire (a one-hot vector's entries, which
+    /// all have the same AND depth), bit `k` with `n` items selected is `n - 1` XOR gates
+    /// after the first item, plus an INV when `init` is 1, as the fold has them; the digest
+    /// mixes the masks and the items' ids instead of each gate. Otherwise, the fold.
+    fn xor_select(&mut self, items: &[W<CountWire>], bits: &[(bool, Vec<u64>)]) -> Word<CountWire> {
+        let mut wires = Vec::with_capacity(items.len());
+        for w in items {
+            match *w {
+                W::V(v) => wires.push(v),
+                W::C(_) => return xor_select_fold(self, items, bits),
+            }
+        }
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let depth = wires.iter().map(|v| v.depth).max().unwrap_or(0);
+        let ids = wires.iter().fold(0u64, |h, v| {
+            h.wrapping_mul(31).wrapping_add(u64::from(v.id))
+        });
+        self.gate(9, wires.len() as u32, bits.len() as u32);
+        self.next -= 1;
+        self.mix ^= ids;
+        let valid = |wi: usize, word: u64| {
+            let lo = wi * 64;
+            match wires.len().saturating_sub(lo) {
+                0 => 0,
+                r if r >= 64 => word,
+                r => word & (u64::MAX >> (64 - r)),
+            }
+        };
+        bits.iter()
+            .map(|(init, mask)| {
+                let mut n = 0u64;
+                let mut h = u64::from(*init);
+                for (wi, &word) in mask.iter().enumerate() {
+                    let m = valid(wi, word);
+                    n += u64::from(m.count_ones());
+                    h = (h.rotate_left(23) ^ m).wrapping_mul(K);
+                }
+                self.mix = (self.mix.rotate_left(23) ^ h).wrapping_mul(K);
+                if n == 0 {
+                    return W::C(*init);
+                }
+                if n == 1 && !*init {
+                    // The one selected item itself, no gate.
+                    let j = mask
+                        .iter()
+                        .enumerate()
+                        .find_map(|(wi, &word)| {
+                            let m = valid(wi, word);
+                            (m != 0).then(|| wi * 64 + m.trailing_zeros() as usize)
+                        })
+                        .unwrap_or(0);
+                    return W::V(wires[j]);
+                }
+                self.xor += n - 1;
+                self.inv += u64::from(*init);
+                self.next += n - 1 + u64::from(*init);
+                let id = (self.next - 1) as u32;
+                W::V(CountWire { id, depth })
+            })
+            .collect()
+    }
+
     fn call<F>(
         &mut self,
         sub: &Sub,
@@ -228,11 +335,13 @@ impl Gen for Counter {
     }
 }
 
-/// Emits gates into a [`Builder`] (a flat [`Circuit`]).
+/// Emits gates into a [`Builder`] (a flat [`Circuit`]). A flat circuit has no
+/// mid-circuit reveal: a circuit that reveals fails at [`BuilderGen::finish`].
 #[derive(Debug, Default)]
 pub struct BuilderGen {
     /// The builder that receives the gates.
     pub builder: Builder,
+    revealed: bool,
 }
 
 impl BuilderGen {
@@ -247,6 +356,9 @@ impl BuilderGen {
 
     /// Finishes the circuit with the given outputs.
     pub fn finish(self, outputs: &[Word<Bit>]) -> Result<Circuit, CircuitError> {
+        if self.revealed {
+            return Err(CircuitError::Reveal);
+        }
         let outs: Vec<Vec<Bit>> = outputs
             .iter()
             .map(|w| {
@@ -264,6 +376,14 @@ impl BuilderGen {
 
 impl Gen for BuilderGen {
     type L = Bit;
+    fn reveal(&mut self, _w: &[W<Bit>]) -> Option<Vec<bool>> {
+        self.revealed = true;
+        None
+    }
+    fn public(&mut self, bits: &[bool]) -> Word<Bit> {
+        bits.iter().map(|&b| W::V(Bit::constant(b))).collect()
+    }
+    fn refuse(&mut self, _why: Refused) {}
     fn xor_raw(&mut self, a: Bit, b: Bit) -> Bit {
         self.builder.xor(a, b)
     }

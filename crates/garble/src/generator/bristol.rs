@@ -62,15 +62,27 @@ impl<Wr: Write> Gen for BristolGen<Wr> {
         self.line(format_args!("1 1 {a} {o} INV\n"));
         o
     }
+    fn reveal(&mut self, _w: &[W<u32>]) -> Option<Vec<bool>> {
+        None
+    }
+    fn public(&mut self, bits: &[bool]) -> Word<u32> {
+        bits.iter().map(|_| W::V(self.fresh())).collect()
+    }
+    fn refuse(&mut self, _why: super::Refused) {}
 }
 
 /// Writes `c` as a Bristol Fashion circuit, streaming (two passes of the
 /// generator: one to count, one to write; nothing is held). Inputs: the
 /// garbler's value, then the evaluator's; one output value. Every output
 /// is copied (`EQW`, or `EQ` for a constant) to the last wires, as the
-/// format requires. Returns the bytes written and the statistics.
+/// format requires. Returns the bytes written and the statistics. A circuit
+/// with a mid-circuit reveal has no Bristol form: an error before anything
+/// is written.
 pub fn write_bristol<G: Generator, Wr: Write>(c: &G, w: Wr) -> io::Result<(u64, GenStats)> {
     let stats = super::stats_expanded(c);
+    if !stats.reveals.is_empty() {
+        return Err(io::Error::other(crate::circuit::CircuitError::Reveal));
+    }
     let nout = c.output_bits() as u64;
     let gates = stats.stats.gates + nout;
     let wires = stats.stats.wires + nout;

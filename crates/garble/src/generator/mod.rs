@@ -97,9 +97,16 @@ pub fn const_u64<L: Copy>(v: u64, width: usize) -> Word<L> {
         .collect()
 }
 
+/// Why a circuit refused the values of a mid-circuit reveal ([`Gen::reveal`]): for the
+/// Ed25519 signature, a projective `R` whose `Z` is 0 (a party's blinding share was 0) or
+/// that is not on the curve. The run ends with it; nothing after the reveal is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the circuit refused a revealed value: {0}")]
+pub struct Refused(pub &'static str);
+
 /// A gate sink with constant folding and word arithmetic. Implement the
-/// three `*_raw` methods (gates on two non-constant wires); circuits call
-/// the provided methods.
+/// three `*_raw` methods (gates on two non-constant wires) and the three
+/// of a mid-circuit reveal; circuits call the provided methods.
 pub trait Gen {
     /// A non-constant wire of this backend.
     type L: Copy;
@@ -110,6 +117,24 @@ pub trait Gen {
     fn and_raw(&mut self, a: Self::L, b: Self::L) -> Self::L;
     /// An INV gate.
     fn not_raw(&mut self, a: Self::L) -> Self::L;
+
+    /// Reveals `w` to both parties in the middle of the circuit and returns its values;
+    /// `None` where this backend does not know them (counting: the circuit's structure
+    /// must not depend on them), cannot reveal (a flat circuit), or has already failed.
+    /// In a session the garbler sends the decoding bits and the evaluator answers with the
+    /// values: one round trip, `w.len()` bits each way, after every AND table before it.
+    fn reveal(&mut self, w: &[W<Self::L>]) -> Option<Vec<bool>>;
+
+    /// Bits both parties know (a public function of revealed values) as wires, never as
+    /// constants: the gates that use them, and so the circuit's structure and AND count,
+    /// do not depend on their values. (A garbler's zero label for public bit `b` is
+    /// `b R`, the evaluator's active label 0, as for a constant input of a sub-circuit.)
+    fn public(&mut self, bits: &[bool]) -> Word<Self::L>;
+
+    /// The circuit cannot go on with the values [`Gen::reveal`] returned: the run ends
+    /// with `why` (no further gate is garbled, evaluated or sent; the first refusal is
+    /// kept).
+    fn refuse(&mut self, why: Refused);
 
     /// `a ^ b`
     #[inline]
@@ -312,6 +337,19 @@ pub trait Gen {
         acc
     }
 
+    /// The output bits of a lookup in a public table by a selector word `items`: bit `k`
+    /// is `init ^ XOR of the items[j] whose bit is set in mask` for `bits[k] = (init,
+    /// mask)` (bit `j % 64` of `mask[j / 64]` selects `items[j]`; bits past `items.len()`
+    /// select nothing). The gates are those of [`Gen::xor_all`] over each bit's selected
+    /// items in order ([`xor_select_fold`]); a counting backend may count them from the
+    /// masks alone.
+    fn xor_select(&mut self, items: &[W<Self::L>], bits: &[(bool, Vec<u64>)]) -> Word<Self::L>
+    where
+        Self: Sized,
+    {
+        xor_select_fold(self, items, bits)
+    }
+
     /// A call of a sub-circuit that is compiled once and replayed: `f`
     /// emits its gates (the default, for plain evaluation, counting and
     /// Bristol output); the streaming garbler and evaluator instead run
@@ -348,6 +386,31 @@ pub trait Gen {
     }
 }
 
+/// [`Gen::xor_select`] as folds of [`Gen::xor_all`], one per output bit.
+pub fn xor_select_fold<G: Gen>(
+    g: &mut G,
+    items: &[W<G::L>],
+    bits: &[(bool, Vec<u64>)],
+) -> Word<G::L> {
+    let mut picked = Vec::with_capacity(items.len());
+    bits.iter()
+        .map(|(init, mask)| {
+            picked.clear();
+            for (wi, &word) in mask.iter().enumerate() {
+                let mut m = word;
+                while m != 0 {
+                    let j = wi * 64 + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if let Some(&w) = items.get(j) {
+                        picked.push(w);
+                    }
+                }
+            }
+            g.xor_all(W::C(*init), &picked)
+        })
+        .collect()
+}
+
 /// A circuit given as a generator: fixed input and output widths and a
 /// function that emits its gates into any [`Gen`].
 pub trait Generator {
@@ -378,6 +441,10 @@ pub struct GenStats {
     /// Outputs that folded to a public constant (an Ed25519 signature's `S` is below
     /// 2^253, so its top three bits are): they need no decoding bit's check.
     pub constant_outputs: u64,
+    /// The mid-circuit reveals ([`Gen::reveal`]), in order: the AND gates before each, and
+    /// its width in bits. The evaluator reads exactly those tables before a reveal, and
+    /// each reveal puts `bits.div_ceil(8)` bytes on the wire each way.
+    pub reveals: Vec<(u64, usize)>,
 }
 
 /// Runs `c` once through a [`Counter`]: the circuit as it is garbled
@@ -420,6 +487,10 @@ fn count<C: Generator>(c: &C, expand: bool) -> GenStats {
     ] {
         h.update(v.to_le_bytes());
     }
+    for &(and, bits) in &k.reveals {
+        h.update(and.to_le_bytes());
+        h.update((bits as u64).to_le_bytes());
+    }
     // Which outputs are constants, and which wires the others are.
     for w in &out {
         match *w {
@@ -439,16 +510,32 @@ fn count<C: Generator>(c: &C, expand: bool) -> GenStats {
         },
         digest: h.finalize().into(),
         constant_outputs: out.iter().filter(|w| matches!(w, W::C(_))).count() as u64,
+        reveals: k.reveals,
     }
 }
 
-/// Evaluates `c` in plain.
+/// Evaluates `c` in plain. For a circuit whose reveal can be refused, use
+/// [`try_eval_plain`]: here a refused reveal gives no outputs (an empty vector).
 pub fn eval_plain<C: Generator>(c: &C, garbler: &[bool], evaluator: &[bool]) -> Vec<bool> {
-    let out = c.generate(&mut Plain, &plain_word(garbler), &plain_word(evaluator));
-    plain_bits(&out)
+    try_eval_plain(c, garbler, evaluator).unwrap_or_default()
+}
+
+/// Evaluates `c` in plain; the circuit's refusal of a revealed value is an error.
+pub fn try_eval_plain<C: Generator>(
+    c: &C,
+    garbler: &[bool],
+    evaluator: &[bool],
+) -> Result<Vec<bool>, Refused> {
+    let mut p = Plain::default();
+    let out = c.generate(&mut p, &plain_word(garbler), &plain_word(evaluator));
+    match p.refused {
+        Some(r) => Err(r),
+        None => Ok(plain_bits(&out)),
+    }
 }
 
 /// Builds `c` as a flat [`Circuit`] (only for circuits that fit in memory).
+/// A circuit with a mid-circuit reveal has no flat form: [`CircuitError::Reveal`].
 pub fn build<C: Generator>(c: &C) -> Result<Circuit, CircuitError> {
     let mut b = BuilderGen::default();
     let g = b.input(Party::Garbler, c.garbler_input_bits());
@@ -483,7 +570,7 @@ mod tests {
             let (n, m) = (a.len() * 8, b.len() * 8);
             let xa = plain_word(&from_big(&x, n));
             let yb = plain_word(&from_big(&y, m));
-            let mut p = Plain;
+            let mut p = Plain::default();
             let prod = p.mul(&xa, &yb);
             prop_assert_eq!(to_big(&plain_bits(&prod)), &x * &y);
             let sq = p.square(&xa);
@@ -494,6 +581,46 @@ mod tests {
             let s = p.add_wide(&xa, &yb);
             prop_assert_eq!(to_big(&plain_bits(&s)), &x + &y);
         }
+    }
+
+    /// The counter's `xor_select` from the masks has the fold's gates, wires and depths.
+    #[test]
+    fn counter_counts_selections_like_the_fold() {
+        let mut k = Counter::new();
+        let items = k.inputs(150);
+        let mut state = 0x9e37_79b9u64;
+        let mut word = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut bits: Vec<(bool, Vec<u64>)> = (0..40)
+            .map(|i| (i % 3 == 0, vec![word(), word(), word() | (1 << 40)]))
+            .collect();
+        // None selected, one selected (with and without init), bits past the items.
+        bits.push((false, vec![0, 0, 0]));
+        bits.push((true, vec![0, 0, 0]));
+        bits.push((false, vec![0, 1 << 5, 0]));
+        bits.push((true, vec![0, 1 << 5, 0]));
+        bits.push((false, vec![0, 0, u64::MAX << 22]));
+        let (mut a, mut b) = (k.clone(), k.clone());
+        let fast = a.xor_select(&items, &bits);
+        let fold = xor_select_fold(&mut b, &items, &bits);
+        assert_eq!((a.xor, a.inv, a.next), (b.xor, b.inv, b.next));
+        assert_eq!(fast, fold);
+        // A constant item: the fold itself.
+        let mut items2 = items.clone();
+        items2[3] = W::ONE;
+        let (mut a, mut b) = (k.clone(), k.clone());
+        assert_eq!(
+            a.xor_select(&items2, &bits),
+            xor_select_fold(&mut b, &items2, &bits)
+        );
+        assert_eq!(
+            (a.xor, a.inv, a.next, a.mix()),
+            (b.xor, b.inv, b.next, b.mix())
+        );
     }
 
     #[test]
@@ -517,7 +644,7 @@ mod tests {
         };
         assert_eq!(depth(r1), depth(acc));
         assert_eq!(
-            plain_bits(&[Plain.xor_all(W::ONE, &[W::V(true), W::ZERO, W::V(true)])]),
+            plain_bits(&[Plain::default().xor_all(W::ONE, &[W::V(true), W::ZERO, W::V(true)])]),
             [true]
         );
     }

@@ -16,6 +16,24 @@ pub struct Hasher {
     aes: Aes128,
     /// MITCCRH's session seed; `None` for the fixed-key hash.
     seed: Option<Block>,
+    /// AVX-512F and AVX-512VL were detected beside VAES: the fused kernels run their
+    /// AVX-512VL instances (32 vector registers; MITCCRH keeps twice the gates in flight).
+    avx512: bool,
+}
+
+/// AVX-512F and AVX-512VL beside VAES and AVX2 (checked at run time).
+fn avx512_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("vaes")
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 impl Hasher {
@@ -24,6 +42,7 @@ impl Hasher {
         Hasher {
             aes: Aes128::new(FIXED_KEY),
             seed: None,
+            avx512: avx512_available(),
         }
     }
 
@@ -46,6 +65,7 @@ impl Hasher {
                 GcHash::FixedKey => None,
                 GcHash::Mitccrh => Some(seed),
             },
+            avx512: backend == Backend::AesNi && avx512_available(),
         })
     }
 
@@ -70,6 +90,19 @@ impl Hasher {
     #[cfg(test)]
     pub(crate) fn no_vaes_for_tests(&mut self) {
         self.aes.no_vaes();
+        self.avx512 = false;
+    }
+
+    /// Turns the AVX-512VL kernels off: tests compare them with the AVX2 ones.
+    #[cfg(test)]
+    pub(crate) fn no_avx512_for_tests(&mut self) {
+        self.avx512 = false;
+    }
+
+    /// Whether the fused kernels run their AVX-512VL instances.
+    #[cfg(test)]
+    pub(crate) fn avx512(&self) -> bool {
+        self.avx512
     }
 
     /// `xs[i] = H(xs[i], tweaks[i])`. `tweaks` must be at least as long as
@@ -151,11 +184,18 @@ impl Hasher {
         let rk = self.aes.vaes_keys().expect("no VAES");
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `vaes_keys` is `Some` only when AES-NI, SSSE3, AVX2 and VAES
-        // were detected at run time.
+        // were detected at run time, and `avx512` is set only when AVX-512F and
+        // AVX-512VL were detected too.
         unsafe {
             match self.seed {
-                None => ni::garble_ands(rk, delta, a0, b0, gate, tables, out),
-                Some(s) => ni::garble_ands_mi(s, delta, a0, b0, gate, tables, out),
+                None if self.avx512 => {
+                    ni::avx512::garble_ands(rk, delta, a0, b0, gate, tables, out)
+                }
+                None => ni::avx2::garble_ands(rk, delta, a0, b0, gate, tables, out),
+                Some(s) if self.avx512 => {
+                    ni::avx512::garble_ands_mi(s, delta, a0, b0, gate, tables, out)
+                }
+                Some(s) => ni::avx2::garble_ands_mi(s, delta, a0, b0, gate, tables, out),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -184,8 +224,10 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
-                None => ni::eval_ands(rk, wa, wb, gate, tables, out),
-                Some(s) => ni::eval_ands_mi(s, wa, wb, gate, tables, out),
+                None if self.avx512 => ni::avx512::eval_ands(rk, wa, wb, gate, tables, out),
+                None => ni::avx2::eval_ands(rk, wa, wb, gate, tables, out),
+                Some(s) if self.avx512 => ni::avx512::eval_ands_mi(s, wa, wb, gate, tables, out),
+                Some(s) => ni::avx2::eval_ands_mi(s, wa, wb, gate, tables, out),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -218,8 +260,12 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
-                None => ni::garble_run(rk, delta, labels, run, gate, tables),
-                Some(s) => ni::garble_run_mi(s, delta, labels, run, gate, tables),
+                None if self.avx512 => ni::avx512::garble_run(rk, delta, labels, run, gate, tables),
+                None => ni::avx2::garble_run(rk, delta, labels, run, gate, tables),
+                Some(s) if self.avx512 => {
+                    ni::avx512::garble_run_mi(s, delta, labels, run, gate, tables)
+                }
+                Some(s) => ni::avx2::garble_run_mi(s, delta, labels, run, gate, tables),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -245,8 +291,10 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
-                None => ni::eval_run(rk, labels, run, gate, tables),
-                Some(s) => ni::eval_run_mi(s, labels, run, gate, tables),
+                None if self.avx512 => ni::avx512::eval_run(rk, labels, run, gate, tables),
+                None => ni::avx2::eval_run(rk, labels, run, gate, tables),
+                Some(s) if self.avx512 => ni::avx512::eval_run_mi(s, labels, run, gate, tables),
+                Some(s) => ni::avx2::eval_run_mi(s, labels, run, gate, tables),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

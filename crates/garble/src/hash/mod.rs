@@ -425,6 +425,25 @@ mod tests {
         }
     }
 
+    /// The word-sliced key schedule of the fused MITCCRH kernels (eight keys at a time,
+    /// their words transposed) gives every key the round keys of the bytewise expansion.
+    #[test]
+    fn sliced_key_schedule_equals_the_bytewise_expansion() {
+        if !Hasher::mitccrh(Block::ZERO, Backend::AesNi).is_ok_and(|h| h.fused()) {
+            eprintln!("skipped: no VAES on this CPU");
+            return;
+        }
+        let mut prg = Prg::from_seed([5; 16]);
+        for _ in 0..50 {
+            let keys: [[u8; 16]; 8] = core::array::from_fn(|_| prg.block().to_bytes());
+            // SAFETY: AES-NI, SSSE3, AVX2 and VAES were detected above (`fused`).
+            let got = unsafe { ni::expand_keys_sliced(keys) };
+            for (k, rk) in keys.iter().zip(got) {
+                assert_eq!(rk, aes::expand_key(*k));
+            }
+        }
+    }
+
     /// MITCCRH of every backend over every length from 0 to 40, with random
     /// and with repeated tweaks (a gate's two inputs share one), equals the
     /// definition computed one block at a time: a portable AES-128 keyed with

@@ -159,19 +159,6 @@ fn keys256(rk: &[[u8; 16]; 11]) -> [__m256i; 11] {
     core::array::from_fn(|i| _mm256_broadcastsi128_si256(k1[i]))
 }
 
-/// `x ^ AES(x)` for eight registers (sixteen blocks) of pre-images.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-#[inline]
-fn mmo8(k: &[__m256i; 11], pre: &[__m256i; 8]) -> [__m256i; 8] {
-    let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
-    for key in &k[1..10] {
-        for x in v.iter_mut() {
-            *x = _mm256_aesenc_epi128(*x, *key);
-        }
-    }
-    core::array::from_fn(|i| _mm256_xor_si256(_mm256_aesenclast_epi128(v[i], k[10]), pre[i]))
-}
-
 /// `sigma(x) ^ t` in both lanes (the hash's pre-image).
 #[target_feature(enable = "aes,sse2,avx2,vaes")]
 #[inline]
@@ -217,98 +204,6 @@ fn store_bytes(b: &mut [u8], v: __m128i) {
     unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
 }
 
-/// See `Hasher::garble_ands`: two passes of four gates, each pass eight
-/// registers `(A0 | A1)`, `(B0 | B1)` through the hash.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn garble_ands(
-    rk: &[[u8; 16]; 11],
-    delta: Block,
-    a0: &[Block],
-    b0: &[Block],
-    gate: u64,
-    tables: &mut [u8],
-    out: &mut [Block],
-) {
-    let n = a0.len();
-    assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
-    let k = keys256(rk);
-    let d = load(&delta);
-    for p in 0..n.div_ceil(4) {
-        let lo = 4 * p;
-        let m = (n - lo).min(4);
-        let mut pre = [_mm256_setzero_si256(); 8];
-        let mut a = [_mm_setzero_si128(); 4];
-        let mut b = [_mm_setzero_si128(); 4];
-        for i in 0..m {
-            let g = gate + (lo + i) as u64;
-            a[i] = load(&a0[lo + i]);
-            b[i] = load(&b0[lo + i]);
-            let aa = _mm256_set_m128i(_mm_xor_si128(a[i], d), a[i]);
-            let bb = _mm256_set_m128i(_mm_xor_si128(b[i], d), b[i]);
-            pre[2 * i] = pre256(aa, tweak2(g, 0));
-            pre[2 * i + 1] = pre256(bb, tweak2(g, 1));
-        }
-        let h = mmo8(&k, &pre);
-        for i in 0..m {
-            let (ha0, ha1) = (
-                _mm256_castsi256_si128(h[2 * i]),
-                _mm256_extracti128_si256::<1>(h[2 * i]),
-            );
-            let (hb0, hb1) = (
-                _mm256_castsi256_si128(h[2 * i + 1]),
-                _mm256_extracti128_si256::<1>(h[2 * i + 1]),
-            );
-            let pa = lsb_mask(a[i]);
-            let pb = lsb_mask(b[i]);
-            let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
-            let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
-            let te = _mm_xor_si128(_mm_xor_si128(hb0, hb1), a[i]);
-            let we0 = _mm_xor_si128(hb0, _mm_and_si128(_mm_xor_si128(te, a[i]), pb));
-            let t = &mut tables[32 * (lo + i)..32 * (lo + i) + 32];
-            store_bytes(&mut t[..16], tg);
-            store_bytes(&mut t[16..], te);
-            store(&mut out[lo + i], _mm_xor_si128(wg0, we0));
-        }
-    }
-}
-
-/// See `Hasher::eval_ands`: one register `(Wa | Wb)` per gate.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn eval_ands(
-    rk: &[[u8; 16]; 11],
-    wa: &[Block],
-    wb: &[Block],
-    gate: u64,
-    tables: &[u8],
-    out: &mut [Block],
-) {
-    let n = wa.len();
-    assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
-    let k = keys256(rk);
-    let mut pre = [_mm256_setzero_si256(); 8];
-    let mut a = [_mm_setzero_si128(); 8];
-    let mut b = [_mm_setzero_si128(); 8];
-    for i in 0..n {
-        let g = gate + i as u64;
-        a[i] = load(&wa[i]);
-        b[i] = load(&wb[i]);
-        let j = (g << 1) as i64;
-        let t = _mm256_set_epi64x(0, j | 1, 0, j);
-        pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), t);
-    }
-    let h = mmo8(&k, &pre);
-    for i in 0..n {
-        let ha = _mm256_castsi256_si128(h[i]);
-        let hb = _mm256_extracti128_si256::<1>(h[i]);
-        let t = &tables[32 * i..32 * i + 32];
-        let tg = load_bytes(&t[..16]);
-        let te = load_bytes(&t[16..]);
-        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
-        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
-        store(&mut out[i], _mm_xor_si128(wg, we));
-    }
-}
-
 /// Label `s` of a power-of-two label array (`mask = len - 1`: the index is
 /// in bounds by construction).
 #[inline(always)]
@@ -335,174 +230,6 @@ fn store_table(t: &mut [u8; 32], tg: __m128i, te: __m128i) {
 fn load_table(t: &[u8; 32]) -> __m256i {
     // SAFETY: `t` is 32 readable bytes; `loadu` has no alignment requirement.
     unsafe { _mm256_loadu_si256(t.as_ptr().cast()) }
-}
-
-/// `M <= 4` gates of a garbling run: eight registers `(A0 | A1)`,
-/// `(B0 | B1)` through the hash. `tw` holds the tweak `2g` of the first
-/// gate in both lanes and is advanced by `M` gates. `M` is a constant, so
-/// that a full group is straight-line code.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-#[inline]
-#[allow(clippy::too_many_arguments)]
-fn garble_group<const M: usize>(
-    k: &[__m256i; 11],
-    d: __m128i,
-    dd: __m256i,
-    labels: &mut [Block],
-    mask: usize,
-    run: &[[u32; 3]; M],
-    tables: &mut [[u8; 32]; M],
-    tw: &mut __m256i,
-) {
-    const { assert!(M <= 4) };
-    let one = _mm256_set_epi64x(0, 1, 0, 1);
-    let two = _mm256_set_epi64x(0, 2, 0, 2);
-    let mut pre = [_mm256_setzero_si256(); 8];
-    let mut a = [_mm_setzero_si128(); 4];
-    let mut b = [_mm_setzero_si128(); 4];
-    for (i, &[sa, sb, _]) in run.iter().enumerate() {
-        a[i] = gather(labels, mask, sa);
-        b[i] = gather(labels, mask, sb);
-        // (X0 | X0 ^ R): the zero and the one label of each input.
-        let aa = _mm256_xor_si256(_mm256_broadcastsi128_si256(a[i]), dd);
-        let bb = _mm256_xor_si256(_mm256_broadcastsi128_si256(b[i]), dd);
-        pre[2 * i] = pre256(aa, *tw);
-        pre[2 * i + 1] = pre256(bb, _mm256_add_epi64(*tw, one));
-        *tw = _mm256_add_epi64(*tw, two);
-    }
-    let h = mmo8(k, &pre);
-    for (i, (&[_, _, so], t)) in run.iter().zip(tables.iter_mut()).enumerate() {
-        let (ha0, ha1) = (
-            _mm256_castsi256_si128(h[2 * i]),
-            _mm256_extracti128_si256::<1>(h[2 * i]),
-        );
-        let (hb0, hb1) = (
-            _mm256_castsi256_si128(h[2 * i + 1]),
-            _mm256_extracti128_si256::<1>(h[2 * i + 1]),
-        );
-        let pa = lsb_mask(a[i]);
-        let pb = lsb_mask(b[i]);
-        let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
-        let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
-        let hb = _mm_xor_si128(hb0, hb1);
-        let te = _mm_xor_si128(hb, a[i]);
-        // TE ^ A0 = HB0 ^ HB1.
-        let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
-        store_table(t, tg, te);
-        scatter(labels, mask, so, _mm_xor_si128(wg0, we0));
-    }
-}
-
-/// See `Hasher::garble_run`: the run four gates at a time, round keys
-/// loaded once.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn garble_run(
-    rk: &[[u8; 16]; 11],
-    delta: Block,
-    labels: &mut [Block],
-    run: &[[u32; 3]],
-    gate: u64,
-    tables: &mut [u8],
-) {
-    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
-    let mask = labels.len() - 1;
-    let k = keys256(rk);
-    let d = load(&delta);
-    let dd = _mm256_set_m128i(d, _mm_setzero_si128());
-    let mut tw = tweak2(gate, 0);
-    let (tabs, _) = tables.as_chunks_mut::<32>();
-    let (gs, g_rest) = run.as_chunks::<4>();
-    let (ts, t_rest) = tabs.as_chunks_mut::<4>();
-    for (g, t) in gs.iter().zip(ts) {
-        garble_group(&k, d, dd, labels, mask, g, t, &mut tw);
-    }
-    macro_rules! rest {
-        ($($m:literal)*) => {
-            match g_rest.len() {
-                $($m => garble_group::<$m>(
-                    &k, d, dd, labels, mask,
-                    g_rest.try_into().expect("length checked"),
-                    t_rest.try_into().expect("length checked"),
-                    &mut tw,
-                ),)*
-                _ => {}
-            }
-        };
-    }
-    rest!(1 2 3);
-}
-
-/// `M <= 8` gates of an evaluation run: one register `(Wa | Wb)` per
-/// gate. `tw` holds `(2g | 2g + 1)` of the first gate and is advanced.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-#[inline]
-fn eval_group<const M: usize>(
-    k: &[__m256i; 11],
-    labels: &mut [Block],
-    mask: usize,
-    run: &[[u32; 3]; M],
-    tables: &[[u8; 32]; M],
-    tw: &mut __m256i,
-) {
-    const { assert!(M <= 8) };
-    let two = _mm256_set_epi64x(0, 2, 0, 2);
-    let mut pre = [_mm256_setzero_si256(); 8];
-    let mut a = [_mm_setzero_si128(); 8];
-    let mut b = [_mm_setzero_si128(); 8];
-    for (i, &[sa, sb, _]) in run.iter().enumerate() {
-        a[i] = gather(labels, mask, sa);
-        b[i] = gather(labels, mask, sb);
-        pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), *tw);
-        *tw = _mm256_add_epi64(*tw, two);
-    }
-    let h = mmo8(k, &pre);
-    for (i, (&[_, _, so], t)) in run.iter().zip(tables).enumerate() {
-        let ha = _mm256_castsi256_si128(h[i]);
-        let hb = _mm256_extracti128_si256::<1>(h[i]);
-        let tt = load_table(t);
-        let tg = _mm256_castsi256_si128(tt);
-        let te = _mm256_extracti128_si256::<1>(tt);
-        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
-        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
-        scatter(labels, mask, so, _mm_xor_si128(wg, we));
-    }
-}
-
-/// See `Hasher::eval_run`: the run eight gates at a time, round keys
-/// loaded once.
-#[target_feature(enable = "aes,sse2,avx2,vaes")]
-pub(super) fn eval_run(
-    rk: &[[u8; 16]; 11],
-    labels: &mut [Block],
-    run: &[[u32; 3]],
-    gate: u64,
-    tables: &[u8],
-) {
-    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
-    let mask = labels.len() - 1;
-    let k = keys256(rk);
-    let j = (gate << 1) as i64;
-    let mut tw = _mm256_set_epi64x(0, j | 1, 0, j);
-    let (tabs, _) = tables.as_chunks::<32>();
-    let (gs, g_rest) = run.as_chunks::<8>();
-    let (ts, t_rest) = tabs.as_chunks::<8>();
-    for (g, t) in gs.iter().zip(ts) {
-        eval_group(&k, labels, mask, g, t, &mut tw);
-    }
-    macro_rules! rest {
-        ($($m:literal)*) => {
-            match g_rest.len() {
-                $($m => eval_group::<$m>(
-                    &k, labels, mask,
-                    g_rest.try_into().expect("length checked"),
-                    t_rest.try_into().expect("length checked"),
-                    &mut tw,
-                ),)*
-                _ => {}
-            }
-        };
-    }
-    rest!(1 2 3 4 5 6 7);
 }
 
 // ---------------------------------------------------------------------------
@@ -640,32 +367,75 @@ pub(super) fn mitccrh(seed: Block, xs: &mut [Block], tweaks: &[Block]) {
     }
 }
 
-/// `AES_K(x) ^ x` for `M` key registers `K` (two keys each, one per lane) and
-/// `P` data registers per key, the key schedules made round by round next to
-/// the rounds that use them.
+/// The byte shuffle of the word-sliced key schedule: applied before AESENCLAST, whose
+/// `ShiftRows` then leaves `RotWord` of every word in that word's own place, so that one
+/// AESENCLAST gives `SubWord(RotWord(w))` of four words at once (four keys' last words).
+/// Destination byte `4c + r` takes source byte `4((c - r) mod 4) + (r + 1) mod 4`.
+const SLICED_SUB_ROT: [i8; 16] = [1, 14, 11, 4, 5, 2, 15, 8, 9, 6, 3, 12, 13, 10, 7, 0];
+
+/// Transposes four registers as 4x4 matrices of 32-bit words, in each 128-bit lane:
+/// word `j` of register `i` goes to word `i` of register `j`. Between four keys (one a
+/// register, per lane) and their word-sliced form (word `j` of the four keys in register
+/// `j`), both ways.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn transpose4(r: [__m256i; 4]) -> [__m256i; 4] {
+    let t0 = _mm256_unpacklo_epi32(r[0], r[1]);
+    let t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    let t2 = _mm256_unpacklo_epi32(r[2], r[3]);
+    let t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    [
+        _mm256_unpacklo_epi64(t0, t2),
+        _mm256_unpackhi_epi64(t0, t2),
+        _mm256_unpacklo_epi64(t1, t3),
+        _mm256_unpackhi_epi64(t1, t3),
+    ]
+}
+
+/// One step of the AES-128 key expansion for eight keys in word-sliced form (`w[j]`
+/// holds word `j` of four keys per lane): `t = SubWord(RotWord(w3)) ^ rcon`, then
+/// `w0 ^= t, w1 ^= w0, w2 ^= w1, w3 ^= w2` (FIPS-197 section 5.2). Six vector operations
+/// for eight keys, where [`expand_step2`] takes six for two: in the sliced form the
+/// running XOR of the words needs no shifts, and one AESENCLAST serves four keys.
 #[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
 #[inline]
-fn mmo_rekeyed<const M: usize, const P: usize>(
-    mut k: [__m256i; M],
-    x: &[[__m256i; P]; M],
-) -> [[__m256i; P]; M] {
-    let mut v: [[__m256i; P]; M] =
-        core::array::from_fn(|i| core::array::from_fn(|p| _mm256_xor_si256(x[i][p], k[i])));
-    for &rc in &RCON[..9] {
-        for i in 0..M {
-            k[i] = expand_step2(k[i], rc);
-            for vp in v[i].iter_mut() {
-                *vp = _mm256_aesenc_epi128(*vp, k[i]);
-            }
+fn expand_step_sliced(w: &mut [__m256i; 4], rcon: i32) {
+    let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p] = SLICED_SUB_ROT;
+    let sub_rot = _mm256_setr_epi8(
+        a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, a, b, c, d, e, f, g, h, i, j, k, l, m, n,
+        o, p,
+    );
+    // The running XOR of the old words first, off the critical path (last word ->
+    // shuffle -> AESENCLAST -> XOR -> the next round's last word).
+    let p01 = _mm256_xor_si256(w[0], w[1]);
+    let p012 = _mm256_xor_si256(p01, w[2]);
+    let p0123 = _mm256_xor_si256(p012, w[3]);
+    let t = _mm256_aesenclast_epi128(_mm256_shuffle_epi8(w[3], sub_rot), _mm256_set1_epi32(rcon));
+    w[0] = _mm256_xor_si256(w[0], t);
+    w[1] = _mm256_xor_si256(p01, t);
+    w[2] = _mm256_xor_si256(p012, t);
+    w[3] = _mm256_xor_si256(p0123, t);
+}
+
+/// The 11 round keys of eight keys at once through [`expand_step_sliced`] (key `i` in
+/// lane `i / 4` of register `i % 4`, transposed in and out): tests compare them with the
+/// bytewise expansion.
+#[cfg(test)]
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
+pub(super) fn expand_keys_sliced(keys: [[u8; 16]; 8]) -> [[[u8; 16]; 11]; 8] {
+    let reg = |i: usize| _mm256_set_m128i(load_bytes(&keys[i + 4]), load_bytes(&keys[i]));
+    let mut w = transpose4([reg(0), reg(1), reg(2), reg(3)]);
+    let mut out = [[[0u8; 16]; 11]; 8];
+    for r in 0..11 {
+        if r > 0 {
+            expand_step_sliced(&mut w, RCON[r - 1]);
+        }
+        for (i, k) in transpose4(w).into_iter().enumerate() {
+            store_bytes(&mut out[i][r], _mm256_castsi256_si128(k));
+            store_bytes(&mut out[i + 4][r], _mm256_extracti128_si256::<1>(k));
         }
     }
-    for i in 0..M {
-        k[i] = expand_step2(k[i], RCON[9]);
-        for p in 0..P {
-            v[i][p] = _mm256_xor_si256(_mm256_aesenclast_epi128(v[i][p], k[i]), x[i][p]);
-        }
-    }
-    v
+    out
 }
 
 /// The keys of a gate's two tweaks, `(k(2g) | k(2g + 1))`, from the seed in
@@ -684,255 +454,663 @@ fn gate_ctr(g: u64) -> __m256i {
     _mm256_set_epi64x(j | 1, 0, j, 0)
 }
 
-/// Half-gates garbling of `M` gates with input zero labels `a`, `b` under
-/// MITCCRH: per gate one key register `(k(2g) | k(2g + 1))` and two data
-/// registers `(A0 | B0)`, `(A1 | B1)`. Returns each gate's `TG`, `TE` and
-/// output zero label; advances `ctr` by `M` gates.
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-#[inline]
-#[allow(clippy::type_complexity)]
-fn garble_mi<const M: usize>(
-    seed2: __m256i,
-    d: __m128i,
-    rr: __m256i,
-    a: &[__m128i; M],
-    b: &[__m128i; M],
-    ctr: &mut __m256i,
-) -> ([__m128i; M], [__m128i; M], [__m128i; M]) {
-    let two = _mm256_set_epi64x(2, 0, 2, 0);
-    let mut keys = [_mm256_setzero_si256(); M];
-    let mut x = [[_mm256_setzero_si256(); 2]; M];
-    for i in 0..M {
-        keys[i] = gate_keys(seed2, *ctr);
-        *ctr = _mm256_add_epi64(*ctr, two);
-        let ab = _mm256_set_m128i(b[i], a[i]);
-        x[i] = [ab, _mm256_xor_si256(ab, rr)];
-    }
-    let h = mmo_rekeyed(keys, &x);
-    let mut tg = [_mm_setzero_si128(); M];
-    let mut te = [_mm_setzero_si128(); M];
-    let mut out = [_mm_setzero_si128(); M];
-    for i in 0..M {
-        let (ha0, hb0) = (
-            _mm256_castsi256_si128(h[i][0]),
-            _mm256_extracti128_si256::<1>(h[i][0]),
-        );
-        let (ha1, hb1) = (
-            _mm256_castsi256_si128(h[i][1]),
-            _mm256_extracti128_si256::<1>(h[i][1]),
-        );
-        let pa = lsb_mask(a[i]);
-        let pb = lsb_mask(b[i]);
-        tg[i] = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
-        let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg[i], pa));
-        let hb = _mm_xor_si128(hb0, hb1);
-        te[i] = _mm_xor_si128(hb, a[i]);
-        let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
-        out[i] = _mm_xor_si128(wg0, we0);
-    }
-    (tg, te, out)
-}
+/// The fused half-gates kernels of both hashes, compiled once per instruction set
+/// (`$features`): each instance is a module of its own, so that every function of the
+/// chain (run, group, gate, cipher) is compiled with the instance's features. With
+/// AVX-512VL's 32 vector registers (EVEX encodings of the same VAES and AVX2
+/// operations) nothing of a group spills. `$garble_group` and `$eval_group` are the
+/// MITCCRH gates in flight (at most eight).
+macro_rules! fused_kernels {
+    ($name:ident, $features:literal, $garble_group:literal, $eval_group:literal) => {
+        pub(super) mod $name {
+            use super::*;
 
-/// Half-gates evaluation of `M` gates with active labels `a`, `b` and tables
-/// `tg`, `te` under MITCCRH: per gate one key register and one data register
-/// `(Wa | Wb)`. Returns each gate's output label; advances `ctr`.
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-#[inline]
-fn eval_mi<const M: usize>(
-    seed2: __m256i,
-    a: &[__m128i; M],
-    b: &[__m128i; M],
-    tabs: &[__m256i; M],
-    ctr: &mut __m256i,
-) -> [__m128i; M] {
-    let two = _mm256_set_epi64x(2, 0, 2, 0);
-    let mut keys = [_mm256_setzero_si256(); M];
-    let mut x = [[_mm256_setzero_si256(); 1]; M];
-    for i in 0..M {
-        keys[i] = gate_keys(seed2, *ctr);
-        *ctr = _mm256_add_epi64(*ctr, two);
-        x[i] = [_mm256_set_m128i(b[i], a[i])];
-    }
-    let h = mmo_rekeyed(keys, &x);
-    core::array::from_fn(|i| {
-        let ha = _mm256_castsi256_si128(h[i][0]);
-        let hb = _mm256_extracti128_si256::<1>(h[i][0]);
-        let tg = _mm256_castsi256_si128(tabs[i]);
-        let te = _mm256_extracti128_si256::<1>(tabs[i]);
-        let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
-        let we = _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
-        _mm_xor_si128(wg, we)
-    })
-}
-
-/// Gates garbled together by the MITCCRH kernels (eight keys in flight).
-const MI_GARBLE_GROUP: usize = 4;
-
-/// Gates evaluated together by the MITCCRH kernels (eight keys in flight).
-const MI_EVAL_GROUP: usize = 8;
-
-/// One group of a MITCCRH garbling run: gathers, garbles, stores, scatters.
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-#[inline]
-#[allow(clippy::too_many_arguments)]
-fn garble_group_mi<const M: usize>(
-    seed2: __m256i,
-    d: __m128i,
-    rr: __m256i,
-    labels: &mut [Block],
-    mask: usize,
-    run: &[[u32; 3]; M],
-    tables: &mut [[u8; 32]; M],
-    ctr: &mut __m256i,
-) {
-    let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
-    let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
-    let (tg, te, out) = garble_mi(seed2, d, rr, &a, &b, ctr);
-    for i in 0..M {
-        store_table(&mut tables[i], tg[i], te[i]);
-        scatter(labels, mask, run[i][2], out[i]);
-    }
-}
-
-/// [`garble_run`] under MITCCRH with session seed `seed`.
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-pub(super) fn garble_run_mi(
-    seed: Block,
-    delta: Block,
-    labels: &mut [Block],
-    run: &[[u32; 3]],
-    gate: u64,
-    tables: &mut [u8],
-) {
-    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
-    let mask = labels.len() - 1;
-    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
-    let d = load(&delta);
-    let rr = _mm256_broadcastsi128_si256(d);
-    let mut ctr = gate_ctr(gate);
-    let (tabs, _) = tables.as_chunks_mut::<32>();
-    let (gs, g_rest) = run.as_chunks::<MI_GARBLE_GROUP>();
-    let (ts, t_rest) = tabs.as_chunks_mut::<MI_GARBLE_GROUP>();
-    for (g, t) in gs.iter().zip(ts) {
-        garble_group_mi(seed2, d, rr, labels, mask, g, t, &mut ctr);
-    }
-    macro_rules! rest {
-        ($($m:literal)*) => {
-            match g_rest.len() {
-                $($m => garble_group_mi::<$m>(
-                    seed2, d, rr, labels, mask,
-                    g_rest.try_into().expect("length checked"),
-                    t_rest.try_into().expect("length checked"),
-                    &mut ctr,
-                ),)*
-                _ => {}
+            /// `x ^ AES(x)` for eight registers (sixteen blocks) of pre-images.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn mmo8(k: &[__m256i; 11], pre: &[__m256i; 8]) -> [__m256i; 8] {
+                let mut v: [__m256i; 8] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
+                for key in &k[1..10] {
+                    for x in v.iter_mut() {
+                        *x = _mm256_aesenc_epi128(*x, *key);
+                    }
+                }
+                core::array::from_fn(|i| {
+                    _mm256_xor_si256(_mm256_aesenclast_epi128(v[i], k[10]), pre[i])
+                })
             }
-        };
-    }
-    rest!(1 2 3);
-}
 
-/// One group of a MITCCRH evaluation run.
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-#[inline]
-fn eval_group_mi<const M: usize>(
-    seed2: __m256i,
-    labels: &mut [Block],
-    mask: usize,
-    run: &[[u32; 3]; M],
-    tables: &[[u8; 32]; M],
-    ctr: &mut __m256i,
-) {
-    let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
-    let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
-    let t: [__m256i; M] = core::array::from_fn(|i| load_table(&tables[i]));
-    let out = eval_mi(seed2, &a, &b, &t, ctr);
-    for i in 0..M {
-        scatter(labels, mask, run[i][2], out[i]);
-    }
-}
-
-/// [`eval_run`] under MITCCRH with session seed `seed`.
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-pub(super) fn eval_run_mi(
-    seed: Block,
-    labels: &mut [Block],
-    run: &[[u32; 3]],
-    gate: u64,
-    tables: &[u8],
-) {
-    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
-    let mask = labels.len() - 1;
-    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
-    let mut ctr = gate_ctr(gate);
-    let (tabs, _) = tables.as_chunks::<32>();
-    let (gs, g_rest) = run.as_chunks::<MI_EVAL_GROUP>();
-    let (ts, t_rest) = tabs.as_chunks::<MI_EVAL_GROUP>();
-    for (g, t) in gs.iter().zip(ts) {
-        eval_group_mi(seed2, labels, mask, g, t, &mut ctr);
-    }
-    macro_rules! rest {
-        ($($m:literal)*) => {
-            match g_rest.len() {
-                $($m => eval_group_mi::<$m>(
-                    seed2, labels, mask,
-                    g_rest.try_into().expect("length checked"),
-                    t_rest.try_into().expect("length checked"),
-                    &mut ctr,
-                ),)*
-                _ => {}
+            /// See `Hasher::garble_ands`: two passes of four gates, each pass eight
+            /// registers `(A0 | A1)`, `(B0 | B1)` through the hash.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn garble_ands(
+                rk: &[[u8; 16]; 11],
+                delta: Block,
+                a0: &[Block],
+                b0: &[Block],
+                gate: u64,
+                tables: &mut [u8],
+                out: &mut [Block],
+            ) {
+                let n = a0.len();
+                assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
+                let k = keys256(rk);
+                let d = load(&delta);
+                for p in 0..n.div_ceil(4) {
+                    let lo = 4 * p;
+                    let m = (n - lo).min(4);
+                    let mut pre = [_mm256_setzero_si256(); 8];
+                    let mut a = [_mm_setzero_si128(); 4];
+                    let mut b = [_mm_setzero_si128(); 4];
+                    for i in 0..m {
+                        let g = gate + (lo + i) as u64;
+                        a[i] = load(&a0[lo + i]);
+                        b[i] = load(&b0[lo + i]);
+                        let aa = _mm256_set_m128i(_mm_xor_si128(a[i], d), a[i]);
+                        let bb = _mm256_set_m128i(_mm_xor_si128(b[i], d), b[i]);
+                        pre[2 * i] = pre256(aa, tweak2(g, 0));
+                        pre[2 * i + 1] = pre256(bb, tweak2(g, 1));
+                    }
+                    let h = mmo8(&k, &pre);
+                    for i in 0..m {
+                        let (ha0, ha1) = (
+                            _mm256_castsi256_si128(h[2 * i]),
+                            _mm256_extracti128_si256::<1>(h[2 * i]),
+                        );
+                        let (hb0, hb1) = (
+                            _mm256_castsi256_si128(h[2 * i + 1]),
+                            _mm256_extracti128_si256::<1>(h[2 * i + 1]),
+                        );
+                        let pa = lsb_mask(a[i]);
+                        let pb = lsb_mask(b[i]);
+                        let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+                        let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
+                        let te = _mm_xor_si128(_mm_xor_si128(hb0, hb1), a[i]);
+                        let we0 = _mm_xor_si128(hb0, _mm_and_si128(_mm_xor_si128(te, a[i]), pb));
+                        let t = &mut tables[32 * (lo + i)..32 * (lo + i) + 32];
+                        store_bytes(&mut t[..16], tg);
+                        store_bytes(&mut t[16..], te);
+                        store(&mut out[lo + i], _mm_xor_si128(wg0, we0));
+                    }
+                }
             }
-        };
-    }
-    rest!(1 2 3 4 5 6 7);
+
+            /// See `Hasher::eval_ands`: one register `(Wa | Wb)` per gate.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_ands(
+                rk: &[[u8; 16]; 11],
+                wa: &[Block],
+                wb: &[Block],
+                gate: u64,
+                tables: &[u8],
+                out: &mut [Block],
+            ) {
+                let n = wa.len();
+                assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
+                let k = keys256(rk);
+                let mut pre = [_mm256_setzero_si256(); 8];
+                let mut a = [_mm_setzero_si128(); 8];
+                let mut b = [_mm_setzero_si128(); 8];
+                for i in 0..n {
+                    let g = gate + i as u64;
+                    a[i] = load(&wa[i]);
+                    b[i] = load(&wb[i]);
+                    let j = (g << 1) as i64;
+                    let t = _mm256_set_epi64x(0, j | 1, 0, j);
+                    pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), t);
+                }
+                let h = mmo8(&k, &pre);
+                for i in 0..n {
+                    let ha = _mm256_castsi256_si128(h[i]);
+                    let hb = _mm256_extracti128_si256::<1>(h[i]);
+                    let t = &tables[32 * i..32 * i + 32];
+                    let tg = load_bytes(&t[..16]);
+                    let te = load_bytes(&t[16..]);
+                    let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+                    let we =
+                        _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+                    store(&mut out[i], _mm_xor_si128(wg, we));
+                }
+            }
+
+            /// `M <= 4` gates of a garbling run: eight registers `(A0 | A1)`,
+            /// `(B0 | B1)` through the hash. `tw` holds the tweak `2g` of the first
+            /// gate in both lanes and is advanced by `M` gates. `M` is a constant, so
+            /// that a full group is straight-line code.
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn garble_group<const M: usize>(
+                k: &[__m256i; 11],
+                d: __m128i,
+                dd: __m256i,
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; M],
+                tables: &mut [[u8; 32]; M],
+                tw: &mut __m256i,
+            ) {
+                const { assert!(M <= 4) };
+                let one = _mm256_set_epi64x(0, 1, 0, 1);
+                let two = _mm256_set_epi64x(0, 2, 0, 2);
+                let mut pre = [_mm256_setzero_si256(); 8];
+                let mut a = [_mm_setzero_si128(); 4];
+                let mut b = [_mm_setzero_si128(); 4];
+                for (i, &[sa, sb, _]) in run.iter().enumerate() {
+                    a[i] = gather(labels, mask, sa);
+                    b[i] = gather(labels, mask, sb);
+                    // (X0 | X0 ^ R): the zero and the one label of each input.
+                    let aa = _mm256_xor_si256(_mm256_broadcastsi128_si256(a[i]), dd);
+                    let bb = _mm256_xor_si256(_mm256_broadcastsi128_si256(b[i]), dd);
+                    pre[2 * i] = pre256(aa, *tw);
+                    pre[2 * i + 1] = pre256(bb, _mm256_add_epi64(*tw, one));
+                    *tw = _mm256_add_epi64(*tw, two);
+                }
+                let h = mmo8(k, &pre);
+                for (i, (&[_, _, so], t)) in run.iter().zip(tables.iter_mut()).enumerate() {
+                    let (ha0, ha1) = (
+                        _mm256_castsi256_si128(h[2 * i]),
+                        _mm256_extracti128_si256::<1>(h[2 * i]),
+                    );
+                    let (hb0, hb1) = (
+                        _mm256_castsi256_si128(h[2 * i + 1]),
+                        _mm256_extracti128_si256::<1>(h[2 * i + 1]),
+                    );
+                    let pa = lsb_mask(a[i]);
+                    let pb = lsb_mask(b[i]);
+                    let tg = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+                    let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg, pa));
+                    let hb = _mm_xor_si128(hb0, hb1);
+                    let te = _mm_xor_si128(hb, a[i]);
+                    // TE ^ A0 = HB0 ^ HB1.
+                    let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
+                    store_table(t, tg, te);
+                    scatter(labels, mask, so, _mm_xor_si128(wg0, we0));
+                }
+            }
+
+            /// See `Hasher::garble_run`: the run four gates at a time, round keys
+            /// loaded once.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn garble_run(
+                rk: &[[u8; 16]; 11],
+                delta: Block,
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &mut [u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+                let mask = labels.len() - 1;
+                let k = keys256(rk);
+                let d = load(&delta);
+                let dd = _mm256_set_m128i(d, _mm_setzero_si128());
+                let mut tw = tweak2(gate, 0);
+                let (tabs, _) = tables.as_chunks_mut::<32>();
+                let (gs, g_rest) = run.as_chunks::<4>();
+                let (ts, t_rest) = tabs.as_chunks_mut::<4>();
+                for (g, t) in gs.iter().zip(ts) {
+                    garble_group(&k, d, dd, labels, mask, g, t, &mut tw);
+                }
+                // The rest of the run in groups of 2 and 1 gates.
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal) => {
+                        if g_rest.len() - at >= $m {
+                            garble_group::<$m>(
+                                &k,
+                                d,
+                                dd,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&mut t_rest[at..at + $m])
+                                    .try_into()
+                                    .expect("length checked"),
+                                &mut tw,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(2);
+                group_of!(1);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            /// `M <= 8` gates of an evaluation run: one register `(Wa | Wb)` per
+            /// gate. `tw` holds `(2g | 2g + 1)` of the first gate and is advanced.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_group<const M: usize>(
+                k: &[__m256i; 11],
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; M],
+                tables: &[[u8; 32]; M],
+                tw: &mut __m256i,
+            ) {
+                const { assert!(M <= 8) };
+                let two = _mm256_set_epi64x(0, 2, 0, 2);
+                let mut pre = [_mm256_setzero_si256(); 8];
+                let mut a = [_mm_setzero_si128(); 8];
+                let mut b = [_mm_setzero_si128(); 8];
+                for (i, &[sa, sb, _]) in run.iter().enumerate() {
+                    a[i] = gather(labels, mask, sa);
+                    b[i] = gather(labels, mask, sb);
+                    pre[i] = pre256(_mm256_set_m128i(b[i], a[i]), *tw);
+                    *tw = _mm256_add_epi64(*tw, two);
+                }
+                let h = mmo8(k, &pre);
+                for (i, (&[_, _, so], t)) in run.iter().zip(tables).enumerate() {
+                    let ha = _mm256_castsi256_si128(h[i]);
+                    let hb = _mm256_extracti128_si256::<1>(h[i]);
+                    let tt = load_table(t);
+                    let tg = _mm256_castsi256_si128(tt);
+                    let te = _mm256_extracti128_si256::<1>(tt);
+                    let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+                    let we =
+                        _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+                    scatter(labels, mask, so, _mm_xor_si128(wg, we));
+                }
+            }
+
+            /// See `Hasher::eval_run`: the run eight gates at a time, round keys
+            /// loaded once.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_run(
+                rk: &[[u8; 16]; 11],
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &[u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+                let mask = labels.len() - 1;
+                let k = keys256(rk);
+                let j = (gate << 1) as i64;
+                let mut tw = _mm256_set_epi64x(0, j | 1, 0, j);
+                let (tabs, _) = tables.as_chunks::<32>();
+                let (gs, g_rest) = run.as_chunks::<8>();
+                let (ts, t_rest) = tabs.as_chunks::<8>();
+                for (g, t) in gs.iter().zip(ts) {
+                    eval_group(&k, labels, mask, g, t, &mut tw);
+                }
+                // The rest of the run in groups of 4, 2 and 1 gates.
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal) => {
+                        if g_rest.len() - at >= $m {
+                            eval_group::<$m>(
+                                &k,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&t_rest[at..at + $m]).try_into().expect("length checked"),
+                                &mut tw,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4);
+                group_of!(2);
+                group_of!(1);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            // MITCCRH: AES re-keyed per tweak.
+
+            /// `AES_K(x) ^ x` for `M` key registers `K` (two keys each, one per lane) and
+            /// `P` data registers per key, the key schedules made round by round next to
+            /// the rounds that use them.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn mmo_rekeyed<const M: usize, const P: usize>(
+                mut k: [__m256i; M],
+                x: &[[__m256i; P]; M],
+            ) -> [[__m256i; P]; M] {
+                let mut v: [[__m256i; P]; M] = core::array::from_fn(|i| {
+                    core::array::from_fn(|p| _mm256_xor_si256(x[i][p], k[i]))
+                });
+                for &rc in &RCON[..9] {
+                    for i in 0..M {
+                        k[i] = expand_step2(k[i], rc);
+                        for vp in v[i].iter_mut() {
+                            *vp = _mm256_aesenc_epi128(*vp, k[i]);
+                        }
+                    }
+                }
+                for i in 0..M {
+                    k[i] = expand_step2(k[i], RCON[9]);
+                    for p in 0..P {
+                        v[i][p] =
+                            _mm256_xor_si256(_mm256_aesenclast_epi128(v[i][p], k[i]), x[i][p]);
+                    }
+                }
+                v
+            }
+
+            /// [`mmo_rekeyed`] for `M` key registers, `M` a multiple of four, with the key schedules
+            /// computed four registers (eight keys) at a time in word-sliced form: each round, one
+            /// [`expand_step_sliced`] and a [`transpose4`] back to the round keys, about half the
+            /// vector operations of [`expand_step2`] per key, which bound the MITCCRH kernels.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn mmo_rekeyed_sliced<const M: usize, const P: usize>(
+                k: [__m256i; M],
+                x: &[[__m256i; P]; M],
+            ) -> [[__m256i; P]; M] {
+                assert!(M % 4 == 0);
+                let mut v: [[__m256i; P]; M] = core::array::from_fn(|i| {
+                    core::array::from_fn(|p| _mm256_xor_si256(x[i][p], k[i]))
+                });
+                let mut w = k;
+                for s in (0..M).step_by(4) {
+                    let t = transpose4([w[s], w[s + 1], w[s + 2], w[s + 3]]);
+                    w[s..s + 4].copy_from_slice(&t);
+                }
+                for (r, &rc) in RCON.iter().enumerate() {
+                    for s in (0..M).step_by(4) {
+                        let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
+                        expand_step_sliced(&mut ws, rc);
+                        w[s..s + 4].copy_from_slice(&ws);
+                        let rk = transpose4(ws);
+                        for (i, &key) in rk.iter().enumerate() {
+                            for p in 0..P {
+                                v[s + i][p] = if r < 9 {
+                                    _mm256_aesenc_epi128(v[s + i][p], key)
+                                } else {
+                                    _mm256_xor_si256(
+                                        _mm256_aesenclast_epi128(v[s + i][p], key),
+                                        x[s + i][p],
+                                    )
+                                };
+                            }
+                        }
+                    }
+                }
+                v
+            }
+
+            /// Half-gates garbling of `M` gates with input zero labels `a`, `b` under
+            /// MITCCRH: per gate one key register `(k(2g) | k(2g + 1))` and two data
+            /// registers `(A0 | B0)`, `(A1 | B1)`. Returns each gate's `TG`, `TE` and
+            /// output zero label; advances `ctr` by `M` gates.
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            fn garble_mi<const M: usize>(
+                seed2: __m256i,
+                d: __m128i,
+                rr: __m256i,
+                a: &[__m128i; M],
+                b: &[__m128i; M],
+                ctr: &mut __m256i,
+            ) -> ([__m128i; M], [__m128i; M], [__m128i; M]) {
+                let two = _mm256_set_epi64x(2, 0, 2, 0);
+                let mut keys = [_mm256_setzero_si256(); M];
+                let mut x = [[_mm256_setzero_si256(); 2]; M];
+                for i in 0..M {
+                    keys[i] = gate_keys(seed2, *ctr);
+                    *ctr = _mm256_add_epi64(*ctr, two);
+                    let ab = _mm256_set_m128i(b[i], a[i]);
+                    x[i] = [ab, _mm256_xor_si256(ab, rr)];
+                }
+                let h = if M % 4 == 0 {
+                    mmo_rekeyed_sliced(keys, &x)
+                } else {
+                    mmo_rekeyed(keys, &x)
+                };
+                let mut tg = [_mm_setzero_si128(); M];
+                let mut te = [_mm_setzero_si128(); M];
+                let mut out = [_mm_setzero_si128(); M];
+                for i in 0..M {
+                    let (ha0, hb0) = (
+                        _mm256_castsi256_si128(h[i][0]),
+                        _mm256_extracti128_si256::<1>(h[i][0]),
+                    );
+                    let (ha1, hb1) = (
+                        _mm256_castsi256_si128(h[i][1]),
+                        _mm256_extracti128_si256::<1>(h[i][1]),
+                    );
+                    let pa = lsb_mask(a[i]);
+                    let pb = lsb_mask(b[i]);
+                    tg[i] = _mm_xor_si128(_mm_xor_si128(ha0, ha1), _mm_and_si128(d, pb));
+                    let wg0 = _mm_xor_si128(ha0, _mm_and_si128(tg[i], pa));
+                    let hb = _mm_xor_si128(hb0, hb1);
+                    te[i] = _mm_xor_si128(hb, a[i]);
+                    let we0 = _mm_xor_si128(hb0, _mm_and_si128(hb, pb));
+                    out[i] = _mm_xor_si128(wg0, we0);
+                }
+                (tg, te, out)
+            }
+
+            /// Half-gates evaluation of `M` gates with active labels `a`, `b` and tables
+            /// `tg`, `te` under MITCCRH: per gate one key register and one data register
+            /// `(Wa | Wb)`. Returns each gate's output label; advances `ctr`.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_mi<const M: usize>(
+                seed2: __m256i,
+                a: &[__m128i; M],
+                b: &[__m128i; M],
+                tabs: &[__m256i; M],
+                ctr: &mut __m256i,
+            ) -> [__m128i; M] {
+                let two = _mm256_set_epi64x(2, 0, 2, 0);
+                let mut keys = [_mm256_setzero_si256(); M];
+                let mut x = [[_mm256_setzero_si256(); 1]; M];
+                for i in 0..M {
+                    keys[i] = gate_keys(seed2, *ctr);
+                    *ctr = _mm256_add_epi64(*ctr, two);
+                    x[i] = [_mm256_set_m128i(b[i], a[i])];
+                }
+                let h = if M % 4 == 0 {
+                    mmo_rekeyed_sliced(keys, &x)
+                } else {
+                    mmo_rekeyed(keys, &x)
+                };
+                core::array::from_fn(|i| {
+                    let ha = _mm256_castsi256_si128(h[i][0]);
+                    let hb = _mm256_extracti128_si256::<1>(h[i][0]);
+                    let tg = _mm256_castsi256_si128(tabs[i]);
+                    let te = _mm256_extracti128_si256::<1>(tabs[i]);
+                    let wg = _mm_xor_si128(ha, _mm_and_si128(tg, lsb_mask(a[i])));
+                    let we =
+                        _mm_xor_si128(hb, _mm_and_si128(_mm_xor_si128(te, a[i]), lsb_mask(b[i])));
+                    _mm_xor_si128(wg, we)
+                })
+            }
+
+            /// One group of a MITCCRH garbling run: gathers, garbles, stores, scatters.
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn garble_group_mi<const M: usize>(
+                seed2: __m256i,
+                d: __m128i,
+                rr: __m256i,
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; M],
+                tables: &mut [[u8; 32]; M],
+                ctr: &mut __m256i,
+            ) {
+                let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
+                let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
+                let (tg, te, out) = garble_mi(seed2, d, rr, &a, &b, ctr);
+                for i in 0..M {
+                    store_table(&mut tables[i], tg[i], te[i]);
+                    scatter(labels, mask, run[i][2], out[i]);
+                }
+            }
+
+            /// One group of a MITCCRH evaluation run.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_group_mi<const M: usize>(
+                seed2: __m256i,
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; M],
+                tables: &[[u8; 32]; M],
+                ctr: &mut __m256i,
+            ) {
+                let a: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][0]));
+                let b: [__m128i; M] = core::array::from_fn(|i| gather(labels, mask, run[i][1]));
+                let t: [__m256i; M] = core::array::from_fn(|i| load_table(&tables[i]));
+                let out = eval_mi(seed2, &a, &b, &t, ctr);
+                for i in 0..M {
+                    scatter(labels, mask, run[i][2], out[i]);
+                }
+            }
+
+            /// [`garble_run`] under MITCCRH with session seed `seed`.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn garble_run_mi(
+                seed: Block,
+                delta: Block,
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &mut [u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+                let mask = labels.len() - 1;
+                let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+                let d = load(&delta);
+                let rr = _mm256_broadcastsi128_si256(d);
+                let mut ctr = gate_ctr(gate);
+                let (tabs, _) = tables.as_chunks_mut::<32>();
+                let (gs, g_rest) = run.as_chunks::<$garble_group>();
+                let (ts, t_rest) = tabs.as_chunks_mut::<$garble_group>();
+                for (g, t) in gs.iter().zip(ts) {
+                    garble_group_mi(seed2, d, rr, labels, mask, g, t, &mut ctr);
+                }
+                // The rest of the run in groups of four, two and one gates.
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal) => {
+                        if g_rest.len() - at >= $m {
+                            garble_group_mi::<$m>(
+                                seed2,
+                                d,
+                                rr,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&mut t_rest[at..at + $m])
+                                    .try_into()
+                                    .expect("length checked"),
+                                &mut ctr,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4);
+                group_of!(2);
+                group_of!(1);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            /// [`eval_run`] under MITCCRH with session seed `seed`.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_run_mi(
+                seed: Block,
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &[u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+                let mask = labels.len() - 1;
+                let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+                let mut ctr = gate_ctr(gate);
+                let (tabs, _) = tables.as_chunks::<32>();
+                let (gs, g_rest) = run.as_chunks::<$eval_group>();
+                let (ts, t_rest) = tabs.as_chunks::<$eval_group>();
+                for (g, t) in gs.iter().zip(ts) {
+                    eval_group_mi(seed2, labels, mask, g, t, &mut ctr);
+                }
+                // The rest of the run in groups of four, two and one gates.
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal) => {
+                        if g_rest.len() - at >= $m {
+                            eval_group_mi::<$m>(
+                                seed2,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&t_rest[at..at + $m]).try_into().expect("length checked"),
+                                &mut ctr,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4);
+                group_of!(2);
+                group_of!(1);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            /// [`garble_ands`] under MITCCRH (the streaming garbler's gates, one or a few
+            /// at a time).
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)]
+            pub(in crate::hash) fn garble_ands_mi(
+                seed: Block,
+                delta: Block,
+                a0: &[Block],
+                b0: &[Block],
+                gate: u64,
+                tables: &mut [u8],
+                out: &mut [Block],
+            ) {
+                let n = a0.len();
+                assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
+                let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+                let d = load(&delta);
+                let rr = _mm256_broadcastsi128_si256(d);
+                let mut ctr = gate_ctr(gate);
+                for i in 0..n {
+                    let (tg, te, o) =
+                        garble_mi::<1>(seed2, d, rr, &[load(&a0[i])], &[load(&b0[i])], &mut ctr);
+                    let t = &mut tables[32 * i..32 * i + 32];
+                    store_bytes(&mut t[..16], tg[0]);
+                    store_bytes(&mut t[16..], te[0]);
+                    store(&mut out[i], o[0]);
+                }
+            }
+
+            /// [`eval_ands`] under MITCCRH.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_ands_mi(
+                seed: Block,
+                wa: &[Block],
+                wb: &[Block],
+                gate: u64,
+                tables: &[u8],
+                out: &mut [Block],
+            ) {
+                let n = wa.len();
+                assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
+                let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+                let mut ctr = gate_ctr(gate);
+                for i in 0..n {
+                    let t = &tables[32 * i..32 * i + 32];
+                    let tab = _mm256_set_m128i(load_bytes(&t[16..]), load_bytes(&t[..16]));
+                    let o = eval_mi::<1>(seed2, &[load(&wa[i])], &[load(&wb[i])], &[tab], &mut ctr);
+                    store(&mut out[i], o[0]);
+                }
+            }
+        }
+    };
 }
 
-/// [`garble_ands`] under MITCCRH (the streaming garbler's gates, one or a few
-/// at a time).
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn garble_ands_mi(
-    seed: Block,
-    delta: Block,
-    a0: &[Block],
-    b0: &[Block],
-    gate: u64,
-    tables: &mut [u8],
-    out: &mut [Block],
-) {
-    let n = a0.len();
-    assert!(n <= 8 && b0.len() == n && out.len() == n && tables.len() == 32 * n);
-    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
-    let d = load(&delta);
-    let rr = _mm256_broadcastsi128_si256(d);
-    let mut ctr = gate_ctr(gate);
-    for i in 0..n {
-        let (tg, te, o) = garble_mi::<1>(seed2, d, rr, &[load(&a0[i])], &[load(&b0[i])], &mut ctr);
-        let t = &mut tables[32 * i..32 * i + 32];
-        store_bytes(&mut t[..16], tg[0]);
-        store_bytes(&mut t[16..], te[0]);
-        store(&mut out[i], o[0]);
-    }
-}
-
-/// [`eval_ands`] under MITCCRH.
-#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes")]
-pub(super) fn eval_ands_mi(
-    seed: Block,
-    wa: &[Block],
-    wb: &[Block],
-    gate: u64,
-    tables: &[u8],
-    out: &mut [Block],
-) {
-    let n = wa.len();
-    assert!(n <= 8 && wb.len() == n && out.len() == n && tables.len() == 32 * n);
-    let seed2 = _mm256_broadcastsi128_si256(load(&seed));
-    let mut ctr = gate_ctr(gate);
-    for i in 0..n {
-        let t = &tables[32 * i..32 * i + 32];
-        let tab = _mm256_set_m128i(load_bytes(&t[16..]), load_bytes(&t[..16]));
-        let o = eval_mi::<1>(seed2, &[load(&wa[i])], &[load(&wb[i])], &[tab], &mut ctr);
-        store(&mut out[i], o[0]);
-    }
-}
+fused_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", 4, 8);
+// Eight MITCCRH gates' keys and data in flight without spilling.
+fused_kernels!(avx512, "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl", 8, 8);

@@ -3,9 +3,12 @@
 //! markkurossi/mpc's "Measure First", 2022, whose published run is 830 M gates, 267.5 M AND,
 //! 15 GB on the wire and 87.85 s).
 //!
-//! The circuit is `garble::ed25519::Ed25519Sign` (64-byte message, as published): too large
-//! to store, so each party generates it and garbles or evaluates every gate as it is emitted
-//! (`garble::stream`), with field multiplications compiled once and replayed. Per signature,
+//! The circuit is `garble::ed25519::Ed25519Sign` (64-byte message, as published), by
+//! default the variant that reveals `R` blinded and encodes it in the clear
+//! (`ed25519-sign-reveal`, about half the AND gates); `--variant one-pass` measures the
+//! whole signature in one circuit (`ed25519-sign`). Too large to store, so each party
+//! generates it and garbles or evaluates every gate as it is emitted (`garble::stream`),
+//! with field multiplications compiled once and replayed. Per signature,
 //! this process garbles and a child process (this binary again, see [`run_if_evaluator`])
 //! evaluates, over loopback TCP, OT and circuit generation included. Both parties' outputs
 //! must equal the plain RFC 8032 signature of the same key and message (aws-lc's, an
@@ -27,7 +30,7 @@ use std::time::{Duration, Instant};
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use garble::channel::{Channel, ChannelError, Deadline, TcpChannel};
 use garble::circuit::bits_from_bytes;
-use garble::ed25519::{Ed25519Sign, KEY_BYTES};
+use garble::ed25519::{Ed25519Sign, KEY_BYTES, Variant};
 use garble::generator::{self, Generator};
 use garble::hash::{Backend as HashBackend, GcHash};
 use garble::microbench;
@@ -161,6 +164,7 @@ pub fn reset_peak_rss() -> bool {
 struct EvaluatorSpec {
     addr: String,
     msg_len: usize,
+    variant: Variant,
     share: Vec<u8>,
     token: Token,
     hash: GcHash,
@@ -171,6 +175,7 @@ impl std::fmt::Debug for EvaluatorSpec {
         f.debug_struct("EvaluatorSpec")
             .field("addr", &self.addr)
             .field("msg_len", &self.msg_len)
+            .field("variant", &self.variant)
             .finish_non_exhaustive()
     }
 }
@@ -187,6 +192,7 @@ impl EvaluatorSpec {
         spec_text(&[
             &self.addr,
             &self.msg_len.to_string(),
+            self.variant.circuit_name(),
             &hex(&self.share),
             &self.token.hex(),
             self.hash.name(),
@@ -194,10 +200,12 @@ impl EvaluatorSpec {
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, msg_len, share, token, hash] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, msg_len, variant, share, token, hash] = spec_fields(EVALUATOR_ENV, s)?;
         let msg_len = msg_len
             .parse()
             .map_err(|_| format!("{EVALUATOR_ENV} spec: bad message length"))?;
+        let variant = parse_variant(variant)
+            .ok_or_else(|| format!("{EVALUATOR_ENV} spec: unknown circuit variant"))?;
         let mut share =
             unhex(share).map_err(|_| format!("{EVALUATOR_ENV} spec: the key share is not hex"))?;
         if share.len() != KEY_BYTES {
@@ -210,6 +218,7 @@ impl EvaluatorSpec {
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             msg_len,
+            variant,
             share,
             token: Token::from_hex(token)?,
             hash: hash.parse().map_err(|e| format!("{EVALUATOR_ENV}: {e}"))?,
@@ -224,8 +233,12 @@ fn evaluate(spec: &str) -> Result<String, String> {
     let spec = EvaluatorSpec::decode(spec)?;
     let c = Ed25519Sign {
         msg_len: spec.msg_len,
+        variant: spec.variant,
     };
-    let bits = bits_from_bytes(&spec.share, c.evaluator_input_bits());
+    let mut input = spec.share.clone();
+    input.extend(blinding(c.variant).map_err(|e| e.to_string())?);
+    let bits = bits_from_bytes(&input, c.evaluator_input_bits());
+    input.fill(0);
     let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
     ch.set_deadline(Some(deadline));
     spec.token.present(&mut ch)?;
@@ -239,6 +252,34 @@ fn evaluate(spec: &str) -> Result<String, String> {
     let (sig, _) = split_output(&bytes)?;
     let rss = peak_rss().map_or("-".to_owned(), |b| b.to_string());
     Ok(format!("ok {} {rss}", hex(&sig)))
+}
+
+/// The circuit variant of a name: `ed25519-sign` or `ed25519-sign-reveal`.
+fn parse_variant(name: &str) -> Option<Variant> {
+    [Variant::OnePass, Variant::Reveal]
+        .into_iter()
+        .find(|v| v.circuit_name() == name)
+}
+
+/// The variant of this run (`--variant`): `reveal` (the default) or `one-pass`.
+fn run_variant(ctx: &Context<'_>) -> Result<Variant, ScenarioError> {
+    match ctx.options.ed25519_variant.as_deref() {
+        None | Some("reveal") => Ok(Variant::Reveal),
+        Some("one-pass") => Ok(Variant::OnePass),
+        Some(_) => Err(ScenarioError::step(
+            "--variant",
+            "the Ed25519 circuit variant is reveal or one-pass",
+        )),
+    }
+}
+
+/// A party's blinding share for `variant`: fresh random bytes for the reveal circuit,
+/// nothing for the one-pass one.
+fn blinding(variant: Variant) -> Result<Vec<u8>, garble::hash::RandomnessError> {
+    match variant {
+        Variant::OnePass => Ok(Vec::new()),
+        Variant::Reveal => Ok(garble::ed25519::blinding_share()?.to_vec()),
+    }
 }
 
 /// The evaluator's report ([`evaluate`]): its signature and peak RSS (`None`: unknown).
@@ -302,7 +343,7 @@ pub fn two_party(
     inputs: &SignInputs,
     hash: GcHash,
 ) -> Result<Signed, ScenarioError> {
-    two_party_over(c, inputs, hash, &garble::link::Profile::loopback())
+    two_party_over(c, inputs, hash, &garble::link::Net::loopback())
 }
 
 /// [`two_party`] over the link `net` (a user-space link between the parties for the
@@ -311,7 +352,7 @@ pub fn two_party_over(
     c: &Ed25519Sign,
     inputs: &SignInputs,
     hash: GcHash,
-    net: &garble::link::Profile,
+    net: &garble::link::Net,
 ) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
     let (public_key, plain) = plain_signature(inputs)?;
@@ -319,6 +360,7 @@ pub fn two_party_over(
         EvaluatorSpec {
             addr: addr.to_string(),
             msg_len: c.msg_len,
+            variant: c.variant,
             share: inputs.evaluator_share.to_vec(),
             token: token.clone(),
             hash,
@@ -326,10 +368,12 @@ pub fn two_party_over(
         .encode()
     };
     let limits = (PEER_TIMEOUT, SESSION_LIMIT);
+    let share = blinding(c.variant).map_err(|e| ScenarioError::step(step, e))?;
     let (out, stdout) =
         crate::gc2pc::with_evaluator(step, EVALUATOR_ENV, limits, net, spec, |ch| {
             let mut input = inputs.garbler_share.to_vec();
             input.extend_from_slice(&inputs.message);
+            input.extend_from_slice(&share);
             let bits = bits_from_bytes(&input, c.garbler_input_bits());
             let opts = SessionOptions {
                 hash,
@@ -456,9 +500,9 @@ impl Scenario for Ed25519Pc {
                  garbled); three-halves is available in gc-2pc and ccbench gc",
             ));
         }
-        let net = crate::gc2pc::net::net_profile(ctx)?;
+        let net = crate::gc2pc::net::open_net(ctx)?;
         // Every record of a run over a link says which link.
-        let ctx = &ctx.with_params(crate::gc2pc::net::net_params(&net));
+        let ctx = &ctx.with_params(crate::gc2pc::net::link_params(&net));
         if let Some(t) = crate::gc2pc::net::link_table(&net)? {
             ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
         }
@@ -467,7 +511,10 @@ impl Scenario for Ed25519Pc {
         let (hash, _) = crate::gc2pc::session_hash(ctx)?;
         ctx.progress()
             .begin(NAME, (plan.signatures + MICRO_KINDS.len() + 2) as u64);
-        let c = Ed25519Sign::PUBLISHED;
+        let c = Ed25519Sign {
+            variant: run_variant(ctx)?,
+            ..Ed25519Sign::PUBLISHED
+        };
         let gs = generator::stats(&c);
         let st = &gs.stats;
         let counts = Counts {
@@ -588,7 +635,13 @@ impl Scenario for Ed25519Pc {
             let compute = crate::gc2pc::net::Compute::of(std::slice::from_ref(&base))
                 .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
             for r in &over {
-                crate::gc2pc::net::add_predictions(&mut stages, stage_name, &net, r, &compute);
+                crate::gc2pc::net::add_predictions(
+                    &mut stages,
+                    stage_name,
+                    net.profile(),
+                    r,
+                    &compute,
+                );
             }
         }
         // Unknown when any run could not read it.
@@ -679,29 +732,38 @@ mod tests {
         let s = EvaluatorSpec {
             addr: "127.0.0.1:4000".into(),
             msg_len: 64,
+            variant: Variant::Reveal,
             share: vec![7; 64],
             token: token.clone(),
             hash: GcHash::FixedKey,
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
-            (d.addr.as_str(), d.msg_len, &d.share, d.hash),
-            ("127.0.0.1:4000", 64, &vec![7; 64], GcHash::FixedKey)
+            (d.addr.as_str(), d.msg_len, d.variant, &d.share, d.hash),
+            (
+                "127.0.0.1:4000",
+                64,
+                Variant::Reveal,
+                &vec![7; 64],
+                GcHash::FixedKey
+            )
         );
         assert_eq!(d.token.hex(), token.hex());
         // Debug shows neither the share nor the token.
         assert!(!format!("{d:?}").contains("0707"), "{d:?}");
         let t = token.hex();
         let share = "07".repeat(64);
-        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{share};{t};mitccrh")).is_ok());
-        // Another version, a bad length, a field missing, an unknown hash.
-        assert!(EvaluatorSpec::decode(&format!("v2;a;64;{share};{t};mitccrh")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;x;{share};{t};mitccrh")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{share};{t}")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{share};{t};aes")).is_err());
+        let v = "ed25519-sign";
+        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{v};{share};{t};mitccrh")).is_ok());
+        // Another version, a bad length, a field missing, an unknown hash or variant.
+        assert!(EvaluatorSpec::decode(&format!("v2;a;64;{v};{share};{t};mitccrh")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;x;{v};{share};{t};mitccrh")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{v};{share};{t}")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{v};{share};{t};aes")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;64;x;{share};{t};mitccrh")).is_err());
         // A share that is not 64 bytes.
         assert!(
-            EvaluatorSpec::decode(&format!("v3;a;64;0011;{t};mitccrh"))
+            EvaluatorSpec::decode(&format!("v3;a;64;{v};0011;{t};mitccrh"))
                 .unwrap_err()
                 .contains("64 bytes")
         );

@@ -53,11 +53,11 @@ use measure::stages::Stages;
 
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
-use self::net::{Compute, add_predictions, net_params, net_profile};
+use self::net::{Compute, add_predictions, link_params, net_params, open_net};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 pub(crate) use self::peer::{Token, run_child_if, spec_fields, spec_text, with_evaluator};
 pub use self::peer::{TwoParty, two_party, two_party_both, two_party_over};
-use garble::link::Profile;
+use garble::link::Net;
 use garble::session::Stage;
 use harness::{At, CircuitChoice, Context, Preset, Scenario, ScenarioError};
 
@@ -446,7 +446,7 @@ impl Gc2pc {
         headline: bool,
         (hash, chosen_hash): (GcHash, bool),
         (scheme, chosen_scheme): (Scheme, bool),
-        net: &Profile,
+        net: &Net,
         rows: &mut Vec<Vec<Value>>,
         (by_hash, by_scheme): (&mut Vec<CircuitHashFigures>, &mut Vec<CircuitSchemeFigures>),
     ) -> Result<WireBytes, ScenarioError> {
@@ -600,7 +600,7 @@ impl Gc2pc {
                 p(),
             )?;
             for r in &over {
-                add_predictions(&mut stages, Stage::name, net, r, &base);
+                add_predictions(&mut stages, Stage::name, net.profile(), r, &base);
             }
         }
         let min = costs.garble_ns(&stats) * plan.sessions as f64;
@@ -690,7 +690,7 @@ impl Gc2pc {
                         lp,
                     )?;
                     for r in &over {
-                        add_predictions(&mut stages, Stage::name, net, r, &base);
+                        add_predictions(&mut stages, Stage::name, net.profile(), r, &base);
                     }
                 }
                 if headline {
@@ -753,12 +753,12 @@ fn loopback_baseline(
     let mut reports = Vec::with_capacity(sessions);
     for _ in 0..sessions {
         ctx.check_cancel()?;
-        let both = two_party_over(name, c, inputs, evaluations, gc, &Profile::loopback())?;
+        let both = two_party_over(name, c, inputs, evaluations, gc, &Net::loopback())?;
         add_stages(&mut stages, &both.garbler);
         reports.push(both.garbler);
     }
     let total: Duration = reports.iter().map(|r| r.total).sum();
-    p.extend(net_params(&Profile::loopback()));
+    p.extend(net_params(&garble::link::Profile::loopback()));
     let what = if evaluations == 1 {
         format!("2pc {name} over loopback (the compute of the predictions)")
     } else {
@@ -816,10 +816,10 @@ impl Scenario for Gc2pc {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
-        let net = net_profile(ctx)?;
+        let net = open_net(ctx)?;
         // Every record of a run over a link says which link, and the link's own rate and
         // delay come first.
-        let ctx = &ctx.with_params(net_params(&net));
+        let ctx = &ctx.with_params(link_params(&net));
         if let Some(t) = net::link_table(&net)? {
             ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
         }
@@ -914,7 +914,7 @@ impl Scenario for Gc2pc {
                 "2pc",
                 params! {},
                 Body::Table(analysis::scheme_table(
-                    (hash, &net),
+                    (hash, net.profile()),
                     &scheme_figures,
                     &by_scheme,
                 )),

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use garble::link::{ParamValue, Profile};
+use garble::link::{Choice, Net, ParamValue, Profile};
 use garble::session::{SessionReport, Stage};
 use measure::record::{Params, Table, Value};
 use measure::stages::Stages;
@@ -30,11 +30,35 @@ pub fn net_profile(ctx: &Context<'_>) -> Result<Profile, ScenarioError> {
     }
 }
 
+/// The run's link: its profile ([`net_profile`]) carried by the emulator that
+/// `--link-emulator` names (`auto` when not given: the kernel's where this process can set it
+/// up, else the user-space link, and the fallback's reason in [`Net::notice`]). A kernel
+/// link asked for and not available is an option error with the reason.
+pub fn open_net(ctx: &Context<'_>) -> Result<Net, ScenarioError> {
+    let profile = net_profile(ctx)?;
+    let choice = match &ctx.options.link_emulator {
+        None => Choice::Auto,
+        Some(s) => s
+            .parse()
+            .map_err(|e: String| ScenarioError::Option(format!("--link-emulator: {e}")))?,
+    };
+    Net::open(profile, choice)
+        .map_err(|e| ScenarioError::Option(format!("--link-emulator kernel: {e}")))
+}
+
 /// The record parameters of a profile: `net`, `link_emulator`, and for a shaped link
 /// `rate_bits_per_s` and `rtt_ms` ([`Profile::params`]).
 pub fn net_params(p: &Profile) -> Params {
-    p.params()
-        .into_iter()
+    to_params(p.params())
+}
+
+/// The record parameters of a run's link: [`net_params`] with the emulator that carries it.
+pub fn link_params(net: &Net) -> Params {
+    to_params(net.params())
+}
+
+fn to_params(p: Vec<(&'static str, ParamValue)>) -> Params {
+    p.into_iter()
         .map(|(k, v)| {
             let v = match v {
                 ParamValue::Str(s) => Value::from(s),
@@ -50,13 +74,14 @@ pub fn net_params(p: &Profile) -> Params {
 /// and half a second's worth of bytes at the profile's rate, 1 to 64 MB) and returns the
 /// `link` table: the profile's rate and RTT beside what the emulator delivered. `None` for
 /// loopback.
-pub fn link_table(net: &Profile) -> Result<Option<Table>, ScenarioError> {
+pub fn link_table(link: &Net) -> Result<Option<Table>, ScenarioError> {
+    let net = link.profile();
     let Some(rate) = net.rate_bytes_per_s() else {
         return Ok(None);
     };
     let bytes = ((rate * 0.5) as usize).clamp(1 << 20, 64 << 20);
     let timeout = Duration::from_secs(60);
-    let Some(m) = garble::link::measure(net, bytes, 10, timeout)
+    let Some(m) = garble::link::measure(link, bytes, 10, timeout)
         .map_err(|e| ScenarioError::step("measuring the link", e.to_string()))?
     else {
         return Ok(None);
@@ -81,7 +106,7 @@ pub fn link_table(net: &Profile) -> Result<Option<Table>, ScenarioError> {
         .to_vec(),
         rows: vec![vec![
             Value::from(net.name.as_str()),
-            Value::from(net.emulator()),
+            Value::from(link.emulator()),
             Value::from(rate * 8.0 / 1e6),
             Value::from(m.rate_bytes_per_s * 8.0 / 1e6),
             Value::from(m.rate_bytes_per_s / rate),
@@ -91,13 +116,20 @@ pub fn link_table(net: &Profile) -> Result<Option<Table>, ScenarioError> {
             Value::from(m.bytes),
         ]],
         source: None,
-        notes: vec![
-            "Rate: one one-way transfer between two threads through the link, from the first \
-             write to the answer that the last byte arrived, less the RTT. RTT: ten one-byte \
-             round trips. The token bucket lets its depth (1 ms of bytes, at least 64 KiB) \
-             through at once, which puts a short transfer's rate above the profile's."
-                .into(),
-        ],
+        notes: [
+            Some(
+                "Rate: one one-way transfer between two threads through the link, from the \
+                 first write to the answer that the last byte arrived, less the RTT. RTT: ten \
+                 one-byte round trips. The token bucket (tbf's, or the user-space link's) lets \
+                 its depth (1 ms of bytes, at least 64 KiB) through at once, which puts a short \
+                 transfer's rate above the profile's."
+                    .to_owned(),
+            ),
+            link.notice().map(str::to_owned),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     }))
 }
 
@@ -166,6 +198,7 @@ mod tests {
             evaluations: 1,
             backend: Backend::Portable,
             hash: GcHash::default(),
+            scheme: garble::scheme::Scheme::HalfGates,
             stages: Stage::ALL
                 .iter()
                 .enumerate()

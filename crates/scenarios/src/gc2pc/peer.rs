@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use garble::channel::{Channel, Deadline, TcpChannel};
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::hash::GcHash;
-use garble::link::Profile;
+use garble::link::Net;
 use garble::scheme::Scheme;
 use garble::session::{self, SessionOptions, SessionReport};
 use garble::{Circuit, Party};
@@ -320,19 +320,18 @@ pub fn two_party_both(
 ) -> Result<TwoParty, ScenarioError> {
     let inputs = (garbler_input, evaluator_input);
     let gc = (hash, Scheme::HalfGates);
-    two_party_over(name, c, inputs, evaluations, gc, &Profile::loopback())
+    two_party_over(name, c, inputs, evaluations, gc, &Net::loopback())
 }
 
 /// [`two_party_both`] with the garbling hash and scheme `(hash, scheme)`, over the link
-/// `net` (a user-space link between the parties, started for the session and stopped after
-/// it; none for loopback).
+/// `net` (crossed once for the session: see [`Net::crossing`]).
 pub fn two_party_over(
     name: &str,
     c: &Circuit,
     (garbler_input, evaluator_input): (&[u8], &[u8]),
     evaluations: u64,
     (hash, scheme): (GcHash, Scheme),
-    net: &Profile,
+    net: &Net,
 ) -> Result<TwoParty, ScenarioError> {
     let step = "two-party session";
     let fail = |m: String| ScenarioError::step(step, m);
@@ -390,39 +389,44 @@ pub fn two_party_over(
 /// channel, and waits for the evaluator to exit (killing it first when the garbler failed,
 /// so that neither waits for the other's timeout). `limits` are the wait for each of the
 /// peer's steps and the whole session's limit (the channel's deadline, from now). Over a
-/// link profile `net` other than loopback, the evaluator connects through a user-space
-/// link ([`garble::link::Link`]) that lives until the evaluator has exited. Returns the
+/// link `net` other than loopback, the evaluator connects across it ([`Net::crossing`]:
+/// through a user-space link, or from the client's network namespace of the kernel's link,
+/// where the evaluator process is started), and the crossing lives until the evaluator has
+/// exited. Returns the
 /// garbler's result and what the evaluator printed; a failure of either party is an error
 /// of `step` with both sides' words.
 pub(crate) fn with_evaluator<T>(
     step: &str,
     var: &str,
     limits: (Duration, Duration),
-    net: &Profile,
+    net: &Net,
     spec: impl FnOnce(SocketAddr, &Token) -> String,
     garble: impl FnOnce(&mut TcpChannel) -> Result<T, String>,
 ) -> Result<(T, String), ScenarioError> {
     let (timeout, limit) = limits;
     let deadline = Deadline::after(limit);
-    let listener = TcpListener::bind("127.0.0.1:0").at(step)?;
-    let addr = listener.local_addr().at(step)?;
-    let token = Token::new().map_err(|e| ScenarioError::step(step, e))?;
     // Dropped at the end of this function, after the evaluator exited.
-    let link = net
-        .start(addr)
-        .map_err(|e| ScenarioError::step(step, format!("link {net}: {e}")))?;
-    let spec = spec(link.as_ref().map_or(addr, |l| l.addr()), &token);
+    let crossing = net
+        .crossing()
+        .map_err(|e| ScenarioError::step(step, format!("link {}: {e}", net.profile())))?;
+    let listener = crossing.listener();
+    let token = Token::new().map_err(|e| ScenarioError::step(step, e))?;
+    let spec = spec(crossing.addr(), &token);
     let exe = std::env::current_exe().at(&format!("{step}: own executable"))?;
-    let mut child = Command::new(exe)
-        .env(var, SPEC_ON_STDIN)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let mut child = crossing
+        .client_side(|| {
+            Command::new(exe)
+                .env(var, SPEC_ON_STDIN)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+        })
+        .map_err(|e| ScenarioError::step(step, e.to_string()))?
         .at(&format!("{step}: starting the evaluator"))?;
     let garbled = hand_spec(&mut child, spec)
         .and_then(|()| {
-            accept_from(&listener, &token, timeout, deadline, || {
+            accept_from(listener, &token, timeout, deadline, || {
                 child.try_wait().ok().flatten().map(|s| s.to_string())
             })
         })

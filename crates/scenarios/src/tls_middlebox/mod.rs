@@ -43,11 +43,15 @@
 pub mod affinity;
 pub mod analysis;
 pub mod batch;
+pub mod book;
+pub mod keylog;
 pub mod keys;
+pub mod live;
 pub mod pki;
 pub mod records;
 pub mod relay;
 pub mod service;
+pub mod share;
 pub mod workload;
 
 use std::time::Duration;

@@ -11,6 +11,7 @@
 //! | a record longer than `2^14 + 2048`, an unknown content type, a non-TLS version | counted as malformed; the flow is closed (the stream cannot be followed) |
 //! | a record that fails authentication (a changed byte, a wrong key share) | counted; forwarded unchanged (the endpoint is the authority and will reject it) |
 //! | no key share for the flow's client random | counted; the flow is passed through uninspected |
+//! | a key share that arrives after the flow's ChangeCipherSpec (with [`Middlebox::share_wait`]) | the records are forwarded at once and copies queued (at most [`Middlebox::max_queued_bytes`]); inspected in order when the share arrives, counted as uninspected past the bound or the wait |
 //! | the stream ends inside a record (a peer disconnects mid-record) | counted as truncated; the half-close is passed on |
 //! | no bytes either way for the idle limit | counted; the flow is closed |
 //!
@@ -21,10 +22,11 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::batch::{BatchLimits, Batcher};
+use super::book::{BookLimits, Offer, ShareBook, ShareSignal, ShareStatus};
 use super::keys::Direction;
 use super::records::{ContentType, FrameError, Hello, Reassembler, hello_random};
 use super::service::{
@@ -47,6 +49,12 @@ pub struct DirReport {
     pub matches: u64,
     /// Records that failed authentication (forwarded unchanged).
     pub auth_failures: u64,
+    /// Bytes forwarded.
+    pub bytes: u64,
+    /// Encrypted records queued while the flow waited for its key share.
+    pub queued: u64,
+    /// The queue outgrew [`Middlebox::max_queued_bytes`]: its records went uninspected.
+    pub queue_overflow: bool,
     /// Encrypted records passed through uninspected (no key share).
     pub uninspected: u64,
     /// `start_tls_process` found no key share for the flow.
@@ -59,6 +67,8 @@ pub struct DirReport {
     pub enclave_errors: Vec<String>,
     /// The flow was closed for being idle.
     pub idle_timeout: bool,
+    /// Reading or forwarding failed (a reset, a refused write).
+    pub io_error: Option<String>,
     /// Wall time spent handling bytes read (parsing, ecalls, forwarding), ns.
     pub busy_ns: u64,
     /// Wall time inside `reproduce_ssl_context` calls, ns.
@@ -72,6 +82,12 @@ pub struct DirReport {
 pub struct FlowReport {
     /// The middlebox's flow id.
     pub flow: u64,
+    /// The client's address.
+    pub client: String,
+    /// The server's address.
+    pub server: String,
+    /// From accepting the connection to the end of both directions, ns.
+    pub duration_ns: u64,
     /// Client to server, server to client.
     pub dirs: [DirReport; 2],
     /// The enclave's own counts, from `set_info_flow(Close)`.
@@ -84,6 +100,8 @@ pub struct FlowReport {
 struct FlowShared {
     flow: u64,
     client_random: Mutex<Option<[u8; 32]>>,
+    /// Told when the flow's key share reaches the enclave after the flow started.
+    signal: Arc<ShareSignal>,
     closing: AtomicBool,
     last_activity: AtomicU64,
     born: Instant,
@@ -121,6 +139,48 @@ pub struct Middlebox<'e> {
     pub idle: Duration,
     /// Records of all flows batched into one ecall (`None`: one ecall per record).
     batcher: Option<Batcher>,
+    /// How long a flow without its key share at its ChangeCipherSpec waits for it, its
+    /// records forwarded and copies queued meanwhile (zero: no wait, no queue; the
+    /// scenario's endpoints share before their ChangeCipherSpec).
+    pub share_wait: Duration,
+    /// The most record bytes queued per direction while waiting for a share.
+    pub max_queued_bytes: usize,
+    book: ShareBook,
+    stopping: AtomicBool,
+    stats: RelayStats,
+}
+
+/// Running totals over all flows, for a status line while the middlebox runs.
+#[derive(Debug, Default)]
+pub struct RelayStats {
+    /// Flows accepted.
+    pub flows: AtomicU64,
+    /// Flows open now.
+    pub open: AtomicU64,
+    /// Bytes forwarded, both directions.
+    pub bytes: AtomicU64,
+    /// Application-data records the enclave decrypted.
+    pub app_records: AtomicU64,
+    /// Pattern matches.
+    pub matches: AtomicU64,
+    /// Encrypted records that went uninspected.
+    pub uninspected: AtomicU64,
+}
+
+/// A direction's inspection state.
+enum Inspection {
+    /// Before the direction's ChangeCipherSpec: records are clear text.
+    Clear,
+    /// Records go to the enclave.
+    On,
+    /// No key share yet: copies of the records wait for it.
+    Waiting {
+        queue: Vec<RecordIn>,
+        bytes: usize,
+        since: Instant,
+    },
+    /// Records pass uninspected.
+    Off,
 }
 
 /// The read buffer of a relay thread.
@@ -144,7 +204,63 @@ impl<'e> Middlebox<'e> {
             tick: Duration::from_millis(100),
             idle: Duration::from_secs(10),
             batcher: None,
+            share_wait: Duration::ZERO,
+            max_queued_bytes: 1 << 20,
+            book: ShareBook::new(BookLimits::default()),
+            stopping: AtomicBool::new(false),
+            stats: RelayStats::default(),
         })
+    }
+
+    /// Holds shares that arrive before their flows within `limits`.
+    pub fn with_book(mut self, limits: BookLimits) -> Self {
+        self.book = ShareBook::new(limits);
+        self
+    }
+
+    /// The book of shares that arrive on their own schedule.
+    pub fn book(&self) -> &ShareBook {
+        &self.book
+    }
+
+    /// Running totals over all flows.
+    pub fn stats(&self) -> &RelayStats {
+        &self.stats
+    }
+
+    /// Stops: open flows are closed at their next read tick, flows waiting for a share stop
+    /// waiting, and new flows are refused.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.book.stop();
+    }
+
+    fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
+    /// A key share from a share agent: handed to the enclave if its flow is open, held if
+    /// its flow has not been seen yet, refused if its flow closed or has a share.
+    pub fn offer_share(&self, share: KeyShare) -> ShareStatus {
+        match self.book.offer(share) {
+            Offer::Deliver(share, signal) => self.deliver(&share, &signal),
+            Offer::Held => ShareStatus::Held,
+            Offer::Refused(why) => ShareStatus::Refused(why),
+        }
+    }
+
+    fn deliver(&self, share: &KeyShare, signal: &ShareSignal) -> ShareStatus {
+        match self.client.init_out_of_band_key_share(share) {
+            Ok(_) => {
+                self.book.delivered(true);
+                signal.arrive();
+                ShareStatus::Delivered
+            }
+            Err(e) => {
+                self.book.delivered(false);
+                ShareStatus::Refused(super::book::ShareRefusal::Enclave(e.to_string()))
+            }
+        }
     }
 
     /// Batches the records of all flows into `reproduce_ssl_context_batch` ecalls within
@@ -192,54 +308,70 @@ impl<'e> Middlebox<'e> {
     }
 
     /// Relays one connection: `down` from the client, `up` to the server. Returns when
-    /// both directions have ended.
+    /// both directions have ended (and, for a flow waiting for its key share, when the
+    /// share came or the wait ended).
     pub fn relay(&self, down: TcpStream, up: TcpStream) -> FlowReport {
+        let born = Instant::now();
         let flow = self.next_flow.fetch_add(1, Ordering::Relaxed);
         let addr = |s: &TcpStream, peer: bool| {
             if peer { s.peer_addr() } else { s.local_addr() }
                 .map(|a| a.to_string())
                 .unwrap_or_default()
         };
-        let opened = self.client.set_info_flow(&FlowInfo::Open {
+        let mut report = FlowReport {
             flow,
             client: addr(&down, true),
             server: addr(&up, true),
-        });
-        let mut report = FlowReport {
-            flow,
             ..FlowReport::default()
         };
+        self.stats.flows.fetch_add(1, Ordering::Relaxed);
+        let opened = if self.stopping() {
+            Err("the middlebox is stopping".to_owned())
+        } else {
+            self.client
+                .set_info_flow(&FlowInfo::Open {
+                    flow,
+                    client: report.client.clone(),
+                    server: report.server.clone(),
+                })
+                .map_err(|e| e.to_string())
+        };
         if let Err(e) = opened {
-            report.dirs[0].enclave_errors.push(e.to_string());
+            report.dirs[0].enclave_errors.push(e);
             let _ = down.shutdown(Shutdown::Both);
             let _ = up.shutdown(Shutdown::Both);
             return report;
         }
+        self.stats.open.fetch_add(1, Ordering::Relaxed);
         let shared = FlowShared {
             flow,
             client_random: Mutex::new(None),
+            signal: Arc::new(ShareSignal::default()),
             closing: AtomicBool::new(false),
             last_activity: AtomicU64::new(0),
-            born: Instant::now(),
+            born,
         };
         let sockets = (|| Some((down.try_clone().ok()?, up.try_clone().ok()?)))();
-        let Some((down2, up2)) = sockets else {
+        if let Some((down2, up2)) = sockets {
+            let ([c2s, s2c], waiting) = std::thread::scope(|s| {
+                let h = s.spawn(|| self.pump(&shared, Direction::ServerToClient, up2, down2));
+                let (c2s, w0) = self.pump(&shared, Direction::ClientToServer, down, up);
+                let (s2c, w1) = h.join().unwrap_or_else(|_| {
+                    let r = DirReport {
+                        enclave_errors: vec!["the relay thread panicked".into()],
+                        ..DirReport::default()
+                    };
+                    (r, Inspection::Off)
+                });
+                ([c2s, s2c], [w0, w1])
+            });
+            report.dirs = [c2s, s2c];
+            self.finish_waiting(&shared, waiting, &mut report);
+        } else {
             report.dirs[0]
                 .enclave_errors
                 .push("cloning the sockets failed".into());
-            let _ = self.client.set_info_flow(&FlowInfo::Close { flow });
-            return report;
-        };
-        let [c2s, s2c] = std::thread::scope(|s| {
-            let h = s.spawn(|| self.pump(&shared, Direction::ServerToClient, up2, down2));
-            let c2s = self.pump(&shared, Direction::ClientToServer, down, up);
-            let s2c = h.join().unwrap_or_else(|_| DirReport {
-                enclave_errors: vec!["the relay thread panicked".into()],
-                ..DirReport::default()
-            });
-            [c2s, s2c]
-        });
-        report.dirs = [c2s, s2c];
+        }
         match self.client.set_info_flow(&FlowInfo::Close { flow }) {
             Ok(r) => {
                 report.enclave = r.counts;
@@ -247,22 +379,169 @@ impl<'e> Middlebox<'e> {
             }
             Err(e) => report.dirs[0].enclave_errors.push(e.to_string()),
         }
+        let cr = *shared
+            .client_random
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(cr) = cr {
+            self.book.close(cr);
+        }
+        self.stats.open.fetch_sub(1, Ordering::Relaxed);
+        report.duration_ns = born.elapsed().as_nanos() as u64;
         report
     }
 
-    /// One direction: read, reassemble, inspect, forward.
+    /// After both directions ended: a direction still waiting for its key share waits for
+    /// the rest of [`share_wait`](Self::share_wait), then has its queue inspected, or
+    /// counted as uninspected.
+    fn finish_waiting(
+        &self,
+        shared: &FlowShared,
+        waiting: [Inspection; 2],
+        report: &mut FlowReport,
+    ) {
+        let deadline = waiting
+            .iter()
+            .filter_map(|w| match w {
+                Inspection::Waiting { since, .. } => Some(*since + self.share_wait),
+                _ => None,
+            })
+            .max();
+        let Some(deadline) = deadline else {
+            return;
+        };
+        shared.signal.wait_until(deadline);
+        for (i, mut state) in waiting.into_iter().enumerate() {
+            let dir = if i == 0 {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            };
+            let r = &mut report.dirs[i];
+            let mut batch = Vec::new();
+            self.resume(shared, dir, &mut state, &mut batch, r);
+            if let Inspection::Waiting { queue, .. } = state {
+                self.give_up(queue.len() as u64, r);
+            }
+        }
+    }
+
+    /// Counts `n` queued records as uninspected: the share never came.
+    fn give_up(&self, n: u64, r: &mut DirReport) {
+        r.uninspected += n;
+        r.no_key_share = true;
+        self.stats.uninspected.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A direction waiting for its share whose share has arrived: starts the direction and
+    /// inspects its queue in order; one whose wait is over: its queue goes uninspected.
+    fn resume(
+        &self,
+        shared: &FlowShared,
+        dir: Direction,
+        state: &mut Inspection,
+        batch: &mut Vec<RecordIn>,
+        r: &mut DirReport,
+    ) {
+        let Inspection::Waiting { since, .. } = state else {
+            return;
+        };
+        if !shared.signal.arrived() {
+            if (since.elapsed() >= self.share_wait || self.stopping())
+                && let Inspection::Waiting { queue, .. } = std::mem::replace(state, Inspection::Off)
+            {
+                self.give_up(queue.len() as u64, r);
+            }
+            return;
+        }
+        let Inspection::Waiting { queue, .. } = std::mem::replace(state, Inspection::Off) else {
+            return;
+        };
+        *state = self.start_direction(shared, dir, r);
+        match state {
+            Inspection::On => {
+                for record in queue {
+                    self.inspect(record, batch, r);
+                }
+                if let Some(b) = &self.batcher {
+                    self.flush(b, batch, r);
+                }
+            }
+            _ => {
+                *state = Inspection::Off;
+                self.give_up(queue.len() as u64, r);
+            }
+        }
+    }
+
+    /// At a direction's ChangeCipherSpec: starts its decrypter, or, without a key share,
+    /// waits for one (with [`share_wait`](Self::share_wait)) or passes it uninspected.
+    fn start_direction(
+        &self,
+        shared: &FlowShared,
+        dir: Direction,
+        r: &mut DirReport,
+    ) -> Inspection {
+        match self.client.start_tls_process(&StartTls {
+            flow: shared.flow,
+            direction: dir,
+        }) {
+            Ok(()) => Inspection::On,
+            Err(ClientError::Middlebox(MiddleboxError::NoKeyShare(_)))
+                if !self.share_wait.is_zero() && !shared.signal.arrived() =>
+            {
+                Inspection::Waiting {
+                    queue: Vec::new(),
+                    bytes: 0,
+                    since: Instant::now(),
+                }
+            }
+            Err(ClientError::Middlebox(MiddleboxError::NoKeyShare(_))) => {
+                r.no_key_share = true;
+                Inspection::Off
+            }
+            Err(e) => {
+                r.enclave_errors.push(e.to_string());
+                Inspection::Off
+            }
+        }
+    }
+
+    /// One encrypted record to the enclave: into this read's batch, or an ecall of its own.
+    fn inspect(&self, record: RecordIn, batch: &mut Vec<RecordIn>, r: &mut DirReport) {
+        let batcher = self
+            .batcher
+            .as_ref()
+            .filter(|b| record.record.len() <= b.limits().max_record_bytes);
+        if batcher.is_some() {
+            batch.push(record);
+        } else {
+            // A record too large to batch: the ones before it go first, so that each
+            // direction's records are decrypted in order.
+            if let Some(b) = &self.batcher {
+                self.flush(b, batch, r);
+            }
+            let t = Instant::now();
+            let verdict = self.client.reproduce_ssl_context(&record);
+            r.ecall_ns += t.elapsed().as_nanos() as u64;
+            r.inspected += 1;
+            self.count_verdict(r, verdict);
+        }
+    }
+
+    /// One direction: read, reassemble, inspect, forward. Returns the direction's report
+    /// and, if it still waits for its key share, its queue.
     fn pump(
         &self,
         shared: &FlowShared,
         dir: Direction,
         mut src: TcpStream,
         mut dst: TcpStream,
-    ) -> DirReport {
+    ) -> (DirReport, Inspection) {
         let cpu0 = thread_cpu();
         let mut r = DirReport::default();
         let mut asm = Reassembler::new();
-        let mut encrypted = false;
-        let mut inspect = false;
+        let mut state = Inspection::Clear;
         // With batching: this read's encrypted records, inspected together before forwarding.
         let mut batch: Vec<RecordIn> = Vec::new();
         let _ = src.set_read_timeout(Some(self.tick));
@@ -274,7 +553,8 @@ impl<'e> Middlebox<'e> {
         };
         loop {
             let buf = asm.spare(READ_CHUNK);
-            let n = match src.read(buf) {
+            let read = src.read(buf);
+            let n = match read {
                 Ok(n) => {
                     asm.commit(READ_CHUNK, n);
                     n
@@ -286,7 +566,12 @@ impl<'e> Middlebox<'e> {
                     ) =>
                 {
                     asm.commit(READ_CHUNK, 0);
+                    self.resume(shared, dir, &mut state, &mut batch, &mut r);
                     if shared.closing.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if self.stopping() {
+                        close_both(&src, &dst);
                         break;
                     }
                     if shared.idle_for() >= self.idle {
@@ -296,8 +581,9 @@ impl<'e> Middlebox<'e> {
                     }
                     continue;
                 }
-                Err(_) => {
+                Err(e) => {
                     asm.commit(READ_CHUNK, 0);
+                    r.io_error = Some(format!("reading: {e}"));
                     0
                 }
             };
@@ -311,6 +597,8 @@ impl<'e> Middlebox<'e> {
             }
             shared.touch();
             let busy = Instant::now();
+            // A share that arrived since the last read: the queue goes first.
+            self.resume(shared, dir, &mut state, &mut batch, &mut r);
             let mut broken = false;
             loop {
                 match asm.next_range() {
@@ -318,50 +606,47 @@ impl<'e> Middlebox<'e> {
                     Ok(Some((ct, _, range))) => {
                         r.records += 1;
                         let bytes = asm.bytes(range);
-                        if !encrypted {
-                            match ct {
+                        match &mut state {
+                            Inspection::Clear => match ct {
                                 ContentType::Handshake => self.hello(shared, bytes, &mut r),
                                 ContentType::ChangeCipherSpec => {
-                                    encrypted = true;
-                                    match self.client.start_tls_process(&StartTls {
-                                        flow: shared.flow,
-                                        direction: dir,
-                                    }) {
-                                        Ok(()) => inspect = true,
-                                        Err(ClientError::Middlebox(
-                                            MiddleboxError::NoKeyShare(_),
-                                        )) => r.no_key_share = true,
-                                        Err(e) => r.enclave_errors.push(e.to_string()),
-                                    }
+                                    state = self.start_direction(shared, dir, &mut r);
                                 }
                                 _ => {}
+                            },
+                            Inspection::On => {
+                                let record = RecordIn {
+                                    flow: shared.flow,
+                                    direction: dir,
+                                    record: bytes.to_vec(),
+                                };
+                                self.inspect(record, &mut batch, &mut r);
                             }
-                        } else if inspect {
-                            let record = RecordIn {
-                                flow: shared.flow,
-                                direction: dir,
-                                record: bytes.to_vec(),
-                            };
-                            let batcher = self
-                                .batcher
-                                .as_ref()
-                                .filter(|b| bytes.len() <= b.limits().max_record_bytes);
-                            if batcher.is_some() {
-                                batch.push(record);
-                            } else {
-                                // A record too large to batch: the ones before it go first,
-                                // so that each direction's records are decrypted in order.
-                                if let Some(b) = &self.batcher {
-                                    self.flush(b, &mut batch, &mut r);
+                            Inspection::Waiting {
+                                queue, bytes: q, ..
+                            } => {
+                                if *q + bytes.len() <= self.max_queued_bytes {
+                                    *q += bytes.len();
+                                    r.queued += 1;
+                                    queue.push(RecordIn {
+                                        flow: shared.flow,
+                                        direction: dir,
+                                        record: bytes.to_vec(),
+                                    });
+                                } else {
+                                    // Past the bound: this record and the queue go
+                                    // uninspected; the traffic is never held up.
+                                    let n = queue.len() as u64 + 1;
+                                    r.queue_overflow = true;
+                                    r.uninspected += n;
+                                    self.stats.uninspected.fetch_add(n, Ordering::Relaxed);
+                                    state = Inspection::Off;
                                 }
-                                let t = Instant::now();
-                                let verdict = self.client.reproduce_ssl_context(&record);
-                                r.ecall_ns += t.elapsed().as_nanos() as u64;
-                                r.inspected += 1;
-                                count_verdict(&mut r, verdict);
                             }
-                        } else {
-                            r.uninspected += 1;
+                            Inspection::Off => {
+                                r.uninspected += 1;
+                                self.stats.uninspected.fetch_add(1, Ordering::Relaxed);
+                            }
                         }
                     }
                     Err(e) => {
@@ -374,7 +659,17 @@ impl<'e> Middlebox<'e> {
             if let Some(b) = &self.batcher {
                 self.flush(b, &mut batch, &mut r);
             }
-            let forwarded = dst.write_all(asm.consumed());
+            let out = asm.consumed();
+            let forwarded = dst.write_all(out);
+            match &forwarded {
+                Ok(()) => {
+                    r.bytes += out.len() as u64;
+                    self.stats
+                        .bytes
+                        .fetch_add(out.len() as u64, Ordering::Relaxed);
+                }
+                Err(e) => r.io_error = Some(format!("forwarding: {e}")),
+            }
             asm.compact();
             r.busy_ns += busy.elapsed().as_nanos() as u64;
             if broken || forwarded.is_err() {
@@ -383,7 +678,7 @@ impl<'e> Middlebox<'e> {
             }
         }
         r.cpu_ns = thread_cpu().saturating_sub(cpu0).as_nanos() as u64;
-        r
+        (r, state)
     }
 
     /// Inspects the records collected for a batch (if any), counting the verdicts.
@@ -399,7 +694,7 @@ impl<'e> Middlebox<'e> {
         match verdicts {
             Ok(v) => {
                 for verdict in v {
-                    count_verdict(r, verdict.map_err(ClientError::Middlebox));
+                    self.count_verdict(r, verdict.map_err(ClientError::Middlebox));
                 }
             }
             Err(e) => {
@@ -420,7 +715,13 @@ impl<'e> Middlebox<'e> {
                 .unwrap_or_else(PoisonError::into_inner)
         };
         match hello_random(&record[super::records::HEADER_LEN..]) {
-            Some(Hello::Client(cr)) => *lock() = Some(cr),
+            Some(Hello::Client(cr)) => {
+                let first = lock().replace(cr).is_none();
+                // A share that came before its flow is handed over now.
+                if first && let Some(share) = self.book.open(cr, Arc::clone(&shared.signal)) {
+                    self.deliver(&share, &shared.signal);
+                }
+            }
             Some(Hello::Server(sr)) => {
                 let cr = *lock();
                 if let Some(cr) = cr
@@ -438,23 +739,29 @@ impl<'e> Middlebox<'e> {
     }
 }
 
-/// Counts the enclave's verdict on one record.
-fn count_verdict(r: &mut DirReport, verdict: Result<Verdict, ClientError>) {
-    match verdict {
-        Ok(v) => {
-            if v.content_type == ContentType::ApplicationData.byte() {
-                r.app_records += 1;
-                r.app_bytes += u64::from(v.plaintext_len);
-                r.matches += u64::from(v.matches);
+impl Middlebox<'_> {
+    /// Counts the enclave's verdict on one record.
+    fn count_verdict(&self, r: &mut DirReport, verdict: Result<Verdict, ClientError>) {
+        match verdict {
+            Ok(v) => {
+                if v.content_type == ContentType::ApplicationData.byte() {
+                    r.app_records += 1;
+                    r.app_bytes += u64::from(v.plaintext_len);
+                    r.matches += u64::from(v.matches);
+                    self.stats.app_records.fetch_add(1, Ordering::Relaxed);
+                    self.stats
+                        .matches
+                        .fetch_add(u64::from(v.matches), Ordering::Relaxed);
+                }
             }
-        }
-        Err(ClientError::Middlebox(MiddleboxError::Open {
-            error: super::keys::OpenError::Authentication,
-            ..
-        })) => r.auth_failures += 1,
-        Err(e) => {
-            if r.enclave_errors.len() < 8 {
-                r.enclave_errors.push(e.to_string());
+            Err(ClientError::Middlebox(MiddleboxError::Open {
+                error: super::keys::OpenError::Authentication,
+                ..
+            })) => r.auth_failures += 1,
+            Err(e) => {
+                if r.enclave_errors.len() < 8 {
+                    r.enclave_errors.push(e.to_string());
+                }
             }
         }
     }

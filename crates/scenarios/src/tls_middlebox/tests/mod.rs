@@ -22,6 +22,7 @@ use super::service::{
 };
 use super::workload::{self, PATTERNS, PassConfig};
 
+mod live;
 mod relay;
 mod service;
 
