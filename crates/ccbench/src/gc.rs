@@ -212,6 +212,14 @@ fn sign_party(
     addr: &str,
     message: Option<&str>,
 ) -> Result<ExitCode> {
+    if a.scheme != Scheme::HalfGates {
+        return Err(Exit::usage(format!(
+            "--scheme {}: ed25519-sign is a generated circuit, garbled as it is generated, \
+             with half-gates only",
+            a.scheme
+        ))
+        .into());
+    }
     let Input {
         bytes: input,
         source,
@@ -258,14 +266,6 @@ fn sign_party(
     };
     if a.evaluations != 1 {
         anyhow::bail!("--evaluations: ed25519-sign runs one signature per session");
-    }
-    if a.scheme != Scheme::HalfGates {
-        return Err(Exit::usage(format!(
-            "--scheme {}: ed25519-sign is a generated circuit, garbled as it is generated, \
-             with half-gates only",
-            a.scheme
-        ))
-        .into());
     }
     let mut input = input;
     if c.variant == Variant::Reveal {

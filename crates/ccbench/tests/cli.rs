@@ -625,6 +625,82 @@ fn gc_parties_with_different_hashes_both_fail_naming_both() {
     );
 }
 
+#[test]
+fn gc_parties_with_three_halves_agree_and_different_schemes_fail_naming_both() {
+    // Three-halves on both sides: FIPS-197 as with half-gates.
+    let (e, g) = two_party(
+        &[
+            "--circuit",
+            "aes128",
+            "--input",
+            "000102030405060708090a0b0c0d0e0f",
+            "--scheme",
+            "three-halves",
+        ],
+        &[
+            "--circuit",
+            "aes128",
+            "--input",
+            "00112233445566778899AABBCCDDEEFF",
+            "--scheme",
+            "three-halves",
+        ],
+    );
+    assert!(g.status.success(), "{}", stderr(&g));
+    assert!(e.status.success(), "{}", stderr(&e));
+    assert_eq!(
+        String::from_utf8_lossy(&e.stdout).trim(),
+        "69c4e0d86a7b0430d8cdb78070b4c55a"
+    );
+    // Different schemes: exit 1 on both sides, each naming both.
+    let (e, g) = two_party(
+        &[
+            "--circuit",
+            "mul8",
+            "--input",
+            "05",
+            "--scheme",
+            "three-halves",
+        ],
+        &["--circuit", "mul8", "--input", "07", "--timeout", "20"],
+    );
+    for o in [&g, &e] {
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+        let err = stderr(o);
+        assert!(
+            err.contains("half-gates") && err.contains("three-halves"),
+            "{err}"
+        );
+    }
+    // An unknown scheme, and three-halves for the generated signature circuit: usage errors.
+    for args in [
+        [
+            "gc",
+            "evaluate",
+            "--circuit",
+            "mul8",
+            "--input",
+            "07",
+            "--scheme",
+            "halves",
+        ],
+        [
+            "gc",
+            "evaluate",
+            "--circuit",
+            "ed25519-sign",
+            "--input",
+            "00",
+            "--scheme",
+            "three-halves",
+        ],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("scheme"), "{}", stderr(&o));
+    }
+}
+
 /// A results file with one measurement of `samples` (ns per iteration).
 fn write_results(path: &Path, samples: &[f64]) {
     use measure::record::{Body, Measurement, Record};

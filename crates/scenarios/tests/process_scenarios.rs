@@ -366,22 +366,23 @@ fn aes_two_party_between_processes() {
     assert_eq!(r.wire_bytes_sent, want);
     // Over an emulated link (30 ms RTT): the same outputs (checked inside), the garbler's
     // three round trips, each at least an RTT long.
-    let net: garble::link::Profile = "rate=100mbit,rtt=30ms".parse().unwrap();
+    let profile: garble::link::Profile = "rate=100mbit,rtt=30ms".parse().unwrap();
+    let rtt = profile.rtt;
+    let net = garble::link::Net::open(profile, garble::link::Choice::User).unwrap();
     let both = scenarios::gc2pc::two_party_over(
         "aes128",
         &c,
         (&key, &plain),
         1,
-        garble::hash::GcHash::default(),
+        (
+            garble::hash::GcHash::default(),
+            garble::scheme::Scheme::default(),
+        ),
         &net,
     )
     .unwrap();
     assert_eq!(both.garbler.round_trips, 3);
-    assert!(
-        both.garbler.total >= 3 * net.rtt,
-        "{:?}",
-        both.garbler.total
-    );
+    assert!(both.garbler.total >= 3 * rtt, "{:?}", both.garbler.total);
     // An evaluator that cannot run the circuit fails the session on both sides, quickly.
     let start = std::time::Instant::now();
     let err =

@@ -53,8 +53,13 @@ pub(super) fn add_stages(stages: &mut Stages, r: &SessionReport) {
     stages.end_run();
 }
 
-/// The per-gate table of one evaluation: count, isolated ns/gate, time.
-pub(super) fn gate_table(name: &str, stats: &garble::Stats, costs: &GateCosts) -> Table {
+/// The per-gate table of one evaluation under `scheme`: count, isolated ns/gate, time.
+pub(super) fn gate_table(
+    name: &str,
+    scheme: Scheme,
+    stats: &garble::Stats,
+    costs: &GateCosts,
+) -> Table {
     let mut rows: Vec<Vec<Value>> = MICRO_KINDS
         .iter()
         .enumerate()
@@ -80,7 +85,9 @@ pub(super) fn gate_table(name: &str, stats: &garble::Stats, costs: &GateCosts) -
     ]);
     Table {
         name: format!("gates-{name}"),
-        title: format!("Per-gate cost of one {name} evaluation (isolated micro-benchmarks)"),
+        title: format!(
+            "Per-gate cost of one {name} evaluation, {scheme} (isolated micro-benchmarks)"
+        ),
         columns: [
             "gate",
             "count",
@@ -436,6 +443,64 @@ mod tests {
         );
     }
 
+    /// The schemes table: exact bytes per AND from the schemes, three-halves' time over
+    /// half-gates' (a rate's inverse), blanks where a figure is missing, and the winner of
+    /// each circuit's bulk sessions named in a note.
+    #[test]
+    fn scheme_table_puts_the_schemes_side_by_side() {
+        let figures = [
+            SchemeFigures {
+                scheme: Scheme::HalfGates,
+                and_garble: 10.0,
+                and_evaluate: 5.0,
+            },
+            SchemeFigures {
+                scheme: Scheme::ThreeHalves,
+                and_garble: 15.0,
+                and_evaluate: 7.5,
+            },
+        ];
+        let by = |scheme, bulk: Option<f64>| CircuitSchemeFigures {
+            circuit: "aes128".into(),
+            scheme,
+            garble_mand: 40.0,
+            bulk_mand: bulk,
+            bytes_per_and: Some(scheme.table_bytes() as f64),
+        };
+        let net: Profile = "wan".parse().unwrap();
+        let t = scheme_table(
+            (GcHash::Mitccrh, &net),
+            &figures,
+            &[
+                by(Scheme::HalfGates, Some(6.0)),
+                by(Scheme::ThreeHalves, Some(7.5)),
+            ],
+        );
+        assert_eq!(t.rows[0][1], Value::from(32.0));
+        assert_eq!(t.rows[0][2], Value::from(25.0));
+        assert_eq!(t.rows[0][3], Value::from(25.0 / 32.0));
+        assert_eq!(t.rows[1][3], Value::from(1.5));
+        // A rate: half-gates' over three-halves'.
+        let bulk = t
+            .rows
+            .iter()
+            .find(|r| r[0] == Value::from("aes128 bulk 2PC, M AND/s"));
+        assert_eq!(bulk.unwrap()[3], Value::from(6.0 / 7.5));
+        let note = t.notes.last().unwrap();
+        assert!(
+            note.contains("aes128: three-halves, 1.25x") && note.contains("wan"),
+            "{note}"
+        );
+        // Without the other scheme's bulk figure: a blank, and no winner.
+        let t = scheme_table(
+            (GcHash::Mitccrh, &net),
+            &figures[..1],
+            &[by(Scheme::HalfGates, Some(6.0))],
+        );
+        assert_eq!(t.rows[1][2], Value::from(NOT_MEASURED));
+        assert!(!t.notes.iter().any(|n| n.contains("the faster scheme")));
+    }
+
     #[test]
     fn copies_are_not_written_as_zero_ns() {
         let c = garble::library::aes128();
@@ -443,7 +508,7 @@ mod tests {
             garble: [10.0, 1.0, 1.0],
             evaluate: [5.0, 1.0, 1.0],
         };
-        let t = gate_table("aes128", &c.stats(), &costs);
+        let t = gate_table("aes128", Scheme::HalfGates, &c.stats(), &costs);
         let copies = t
             .rows
             .iter()

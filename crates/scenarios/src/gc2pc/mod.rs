@@ -614,7 +614,7 @@ impl Gc2pc {
             NAME,
             "2pc",
             p(),
-            Body::Table(gate_table(name, &stats, costs)),
+            Body::Table(gate_table(name, scheme, &stats, costs)),
         )?;
         ctx.progress().advance(1);
 
