@@ -652,8 +652,10 @@ mod tests {
         .encode();
         let evaluator = std::thread::spawn(move || evaluate(&spec));
         let deadline = Deadline::after(Duration::from_secs(30));
-        let mut ch =
-            accept_from(listener, &token, Duration::from_secs(10), deadline, || None).unwrap();
+        let mut ch = accept_from(&listener, &token, Duration::from_secs(10), deadline, || {
+            None
+        })
+        .unwrap();
         let fips = "69c4e0d86a7b0430d8cdb78070b4c55a";
         assert_eq!(garble_aes(&mut ch), fips);
         let line = evaluator.join().unwrap().unwrap();
@@ -682,14 +684,14 @@ mod tests {
         let start = Instant::now();
         let deadline = Deadline::after(Duration::from_secs(30));
         let timeout = Duration::from_millis(300);
-        let err = accept_from(listener, &token, timeout, deadline, || None).unwrap_err();
+        let err = accept_from(&listener, &token, timeout, deadline, || None).unwrap_err();
         assert!(err.contains("token") && err.contains("1 dropped"), "{err}");
         assert!(!err.contains(&token.hex()), "{err}");
         let took = start.elapsed();
         assert!(took >= timeout && took < Duration::from_secs(3), "{took:?}");
         // An evaluator process that exited is reported, without waiting.
         let start = Instant::now();
-        let err = accept_from(listener, &token, Duration::from_secs(10), deadline, || {
+        let err = accept_from(&listener, &token, Duration::from_secs(10), deadline, || {
             Some("exit status: 1".into())
         })
         .unwrap_err();
