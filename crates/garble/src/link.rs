@@ -323,8 +323,8 @@ pub struct Measured {
 }
 
 /// Measures the link `net` (its emulator, whichever it is): `pings` one-byte round trips,
-/// then a one-way transfer of `bytes`, between two threads of this process through the
-/// link. `None` for loopback (no link). Every wait is bounded by `timeout`.
+/// then a one-way transfer of `bytes` from the listening side to the connecting one,
+/// between two threads of this process through the link. `None` for loopback (no link). Every wait is bounded by `timeout`.
 pub fn measure(
     net: &Net,
     bytes: usize,
@@ -338,14 +338,14 @@ pub fn measure(
     let profile = net.profile();
     let crossing = net.crossing()?;
     let addr = crossing.addr();
-    let mut c = crossing
+    let c = crossing
         .client_side(|| TcpStream::connect_timeout(&addr, timeout))?
         .map_err(io("connecting through the link"))?;
     let listener = crossing.listener();
     listener
         .set_nonblocking(false)
         .map_err(io("blocking accept"))?;
-    let (mut s, _) = listener
+    let (s, _) = listener
         .accept()
         .map_err(io("accepting through the link"))?;
     for x in [&c, &s] {
@@ -354,6 +354,10 @@ pub fn measure(
             .and_then(|()| x.set_nodelay(true))
             .map_err(io("socket options"))?;
     }
+    // The transfer goes the way a session's tables go: from the listening side (the
+    // garbler's) to the connecting one. Over the kernel's link the two directions differ:
+    // the delay line sits on the listening side, before the shaper for this direction.
+    let (mut c, mut s) = (s, c);
     let echo = std::thread::Builder::new()
         .name("link-measure".into())
         .spawn(move || -> std::io::Result<usize> {
