@@ -40,17 +40,20 @@
 //! so keys, and the precomputation against them, are not shared across
 //! sessions; within a session the tweak, and so the key, never repeats
 //! because the gate counter runs on across evaluations and computations.
-//! How many keys are expanded together (the "batch": eight with AES-NI, four
-//! gates' eight keys when the VAES kernels garble and eight gates' sixteen
-//! when they evaluate, four in the portable cipher) is a matter of speed only:
+//! How many keys are expanded together (the "batch": eight with AES-NI, eight
+//! gates' sixteen keys in the fused VAES kernels (four gates' eight when they
+//! garble with AVX2 only), four in the portable cipher) is a matter of speed only:
 //! it is not an input of the derivation, so two parties that batch
 //! differently still agree (tested).
 //!
 //! The cost: a key schedule per tweak. With AES-NI it is computed next to
 //! the rounds that use it, one round key at a time with AESENCLAST and a byte
-//! shuffle (AESKEYGENASSIST takes its round constant as an immediate), two
-//! keys per VAES register; the portable cipher computes four keys' schedules
-//! in one fixsliced schedule, one key per block slot.
+//! shuffle (AESKEYGENASSIST takes its round constant as an immediate); the
+//! fused VAES kernels expand eight keys at once in word-sliced form (each
+//! register holds one word of four keys per lane: no shifts, one AESENCLAST for
+//! four keys) and transpose each round's keys back; the portable cipher
+//! computes four keys' schedules in one fixsliced schedule, one key per block
+//! slot.
 //!
 //! ## The fixed-key hash
 //!
