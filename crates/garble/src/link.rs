@@ -650,6 +650,25 @@ fn accept_loop(listener: TcpListener, upstream: SocketAddr, shape: Shape, shared
     }
 }
 
+/// Connects to `upstream`, which may not be listening yet: a party started before its peer
+/// waits for it through the link as it would without one (a refused connection is tried
+/// again every 10 ms, for up to [`crate::channel::DEFAULT_TIMEOUT`], until the link stops).
+fn connect_upstream(upstream: SocketAddr, stop: &AtomicBool) -> std::io::Result<TcpStream> {
+    let start = Instant::now();
+    loop {
+        match TcpStream::connect_timeout(&upstream, CONNECT_TIMEOUT) {
+            Err(e)
+                if e.kind() == ErrorKind::ConnectionRefused
+                    && start.elapsed() < crate::channel::DEFAULT_TIMEOUT
+                    && !stop.load(Ordering::SeqCst) =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Connects to `upstream` and starts both directions between it and `client`.
 fn forward(
     client: TcpStream,
@@ -658,7 +677,7 @@ fn forward(
     shared: &Arc<Shared>,
 ) -> std::io::Result<()> {
     client.set_nonblocking(false)?;
-    let server = TcpStream::connect_timeout(&upstream, CONNECT_TIMEOUT)?;
+    let server = connect_upstream(upstream, &shared.stop)?;
     for s in [&client, &server] {
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(POLL))?;
@@ -874,6 +893,34 @@ mod tests {
 
     fn profile(s: &str) -> Profile {
         s.parse().unwrap()
+    }
+
+    /// A party that connects through the link before its peer listens is carried over once
+    /// the peer is up, as a direct connection would wait for it (it was dropped at once).
+    #[test]
+    fn a_peer_that_listens_late_is_reached_through_the_link() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap();
+        let shape = profile("rate=100mbit,rtt=2ms").shape().unwrap();
+        let link = Link::start(shape, port).unwrap();
+        let mut client = TcpStream::connect(link.addr()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let listener = TcpListener::bind(port).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 5];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&buf).unwrap();
+        });
+        client.write_all(b"hello").unwrap();
+        let mut back = [0u8; 5];
+        client.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"hello");
+        server.join().unwrap();
     }
 
     #[test]
