@@ -20,10 +20,11 @@ use measure::record::{Body, Record};
 use scenarios::tls_middlebox::batch::BatchLimits;
 use scenarios::tls_middlebox::book::ShareStatus;
 use scenarios::tls_middlebox::keylog::{KeylogFollower, Start};
-use scenarios::tls_middlebox::live::{self, LiveConfig};
+use scenarios::tls_middlebox::live::{self, LiveConfig, LiveSetup};
 use scenarios::tls_middlebox::relay::Middlebox;
 use scenarios::tls_middlebox::service::{Call, Client, EngineLimits, SERVICE, Trust};
 use scenarios::tls_middlebox::share::ShareAgent;
+use scenarios::tls_middlebox::{Selection, TlsMiddlebox};
 
 use crate::Exit;
 use crate::args::{
@@ -78,6 +79,17 @@ impl Emit for Records {
     }
 }
 
+/// The synthetic flows of `--switchless advisor`'s load pass (the scenario's default).
+const ADVISOR_FLOWS: usize = 32;
+
+/// A selection in words: `none`, or the switchless ecalls and `batched`.
+fn describe_choice(s: &Selection) -> String {
+    match s.describe().as_str() {
+        "none" => "none (regular ecalls, one a record)".to_owned(),
+        d => d.to_owned(),
+    }
+}
+
 fn bind(addr: &str, what: &str) -> Result<TcpListener> {
     TcpListener::bind(addr).with_context(|| format!("listening on {addr} ({what})"))
 }
@@ -129,19 +141,50 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
         MiddleboxBackend::Native => Backend::Native,
         MiddleboxBackend::Sandbox => Backend::Sandbox,
     };
-    let (config, ecalls) = match a.switchless {
-        SwitchlessMode::None => (Config::regular(backend), Vec::new()),
-        SwitchlessMode::All if backend == Backend::Native => {
-            return Err(Exit::usage("--switchless all needs --backend sandbox").into());
+    let setup = match a.switchless {
+        SwitchlessMode::None => LiveSetup::default(),
+        SwitchlessMode::All | SwitchlessMode::Advisor if backend == Backend::Native => {
+            return Err(Exit::usage(
+                "--switchless all and --switchless advisor need --backend sandbox",
+            )
+            .into());
         }
-        SwitchlessMode::All => (
-            Config::switchless(1),
-            Call::ALL.iter().map(|c| u32::from(*c)).collect(),
-        ),
+        SwitchlessMode::All => LiveSetup {
+            selection: Selection {
+                switchless: Call::ALL.iter().map(|c| u32::from(*c)).collect(),
+                batched: false,
+            },
+            advised: false,
+        },
+        SwitchlessMode::Advisor => {
+            eprintln!(
+                "middlebox: profiling the enclave's ecalls on synthetic 1 KiB flows for \
+                 --switchless advisor..."
+            );
+            let selection = TlsMiddlebox
+                .advise_relay(&ctx, ADVISOR_FLOWS)
+                .context("profiling the middlebox for --switchless advisor")?;
+            eprintln!(
+                "middlebox: the advisor chose: {} (its verdicts are in the records)",
+                describe_choice(&selection)
+            );
+            LiveSetup {
+                selection,
+                advised: true,
+            }
+        }
+    };
+    let mut setup = setup;
+    setup.selection.batched |= a.batch;
+    let ecalls = &setup.selection.switchless;
+    let config = if ecalls.is_empty() {
+        Config::regular(backend)
+    } else {
+        Config::switchless(1)
     };
     // The platform keys: the enclave quotes its engine key with them.
     let builder =
-        boundary::with_sealing(&ctx, config.builder(&ctx, SERVICE, &ecalls, &[])).tcs(MAX_TCS);
+        boundary::with_sealing(&ctx, config.builder(&ctx, SERVICE, ecalls, &[])).tcs(MAX_TCS);
     let enclave = builder
         .start(registry)
         .context("starting the middlebox enclave")?;
@@ -153,15 +196,16 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
     let mut mb = Middlebox::start(Client::new(&enclave), &limits, &pattern_refs)
         .context("starting the middlebox's engine")?;
     mb.share_wait = Duration::from_secs_f64(a.share_wait);
-    if a.batch {
+    if setup.selection.batched {
         mb = mb.with_batching(BatchLimits::default().clamped());
     }
     let relay_addr = relay_l.local_addr()?;
     let share_addr = share_l.local_addr()?;
     eprintln!(
-        "middlebox: relaying {relay_addr} -> {upstream}; key shares on {share_addr} ({}, {} \
-         rule patterns); Ctrl-C to stop",
+        "middlebox: relaying {relay_addr} -> {upstream}; key shares on {share_addr} ({}, \
+         ecalls: {}, {} rule patterns); Ctrl-C to stop",
         config.title(),
+        describe_choice(&setup.selection),
         patterns.len()
     );
     stop_after(&stop, a.duration);
@@ -181,7 +225,7 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
         live::Status::of(&mb)
     );
     let trace = enclave.trace();
-    live::emit_records(&ctx, &report, &config, Some(&trace))?;
+    live::emit_records(&ctx, &report, &config, &setup, Some(&trace))?;
     drop(mb);
     drop(enclave);
 

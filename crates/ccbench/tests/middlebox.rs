@@ -149,6 +149,52 @@ fn openssl_client_and_server_through_the_middlebox_are_inspected_and_unchanged()
     if !have_openssl() {
         return;
     }
+    let records = openssl_session(&[]);
+    let live: Vec<_> = records
+        .iter()
+        .filter(|r| r["params"]["mode"] == "live")
+        .collect();
+    assert!(!live.is_empty());
+    for r in live {
+        assert_eq!(r["params"]["selected_by"], "options", "{r}");
+        assert_eq!(r["params"]["batched"], false, "{r}");
+        assert_eq!(r["params"]["switchless_ecalls"], "none", "{r}");
+    }
+}
+
+/// `--switchless advisor`: the advisor profiles the enclave before the relay serves, its
+/// choice is what the relay runs with, and the session is relayed and inspected as without.
+#[test]
+fn the_advisors_selection_relays_an_openssl_session() {
+    if !have_openssl() {
+        return;
+    }
+    let records = openssl_session(&["--switchless", "advisor"]);
+    let live: Vec<_> = records
+        .iter()
+        .filter(|r| r["params"]["mode"] == "live")
+        .collect();
+    assert!(!live.is_empty());
+    for r in &live {
+        assert_eq!(r["params"]["selected_by"], "advisor", "{r}");
+    }
+    // The start-up profile's table says what the advisor chose, and the live records name
+    // that selection.
+    let profile = records
+        .iter()
+        .find(|r| r["kind"] == "table" && r["params"]["advised_switchless"].is_string())
+        .expect("the start-up profile's table");
+    let chosen = profile["params"]["advised_switchless"].as_str().unwrap();
+    let batched = profile["params"]["advised_batching"].as_bool().unwrap();
+    assert_eq!(live[0]["params"]["batched"], batched, "{profile}");
+    let ecalls = live[0]["params"]["switchless_ecalls"].as_str().unwrap();
+    assert_eq!(ecalls, chosen, "{profile}");
+}
+
+/// One `openssl s_client` session through `ccbench middlebox` (with `extra` options) to
+/// `openssl s_server`, its key log followed by a share agent: checks the bytes, the
+/// inspection and the records, and returns the records.
+fn openssl_session(extra: &[&str]) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     let keys = dir.path().join("platform");
     let (cert, key) = server_cert(dir.path());
@@ -202,6 +248,7 @@ fn openssl_client_and_server_through_the_middlebox_are_inspected_and_unchanged()
             .arg("--upstream")
             .arg(format!("127.0.0.1:{server_port}"))
             .args(["--backend", "sandbox", "--status-every", "1"])
+            .args(extra)
             .arg("--rules")
             .arg(&rules)
             .arg("--platform-key-dir")
@@ -343,4 +390,5 @@ fn openssl_client_and_server_through_the_middlebox_are_inspected_and_unchanged()
         .unwrap()
         .to_owned();
     assert!(!text.to_lowercase().contains(&master.to_lowercase()));
+    records
 }

@@ -19,6 +19,7 @@ use harness::boundary::{self, Config};
 use harness::{Context, ScenarioError};
 use measure::record::{Body, Check, CheckSubject, Table, Value, Verdict};
 
+use super::Selection;
 use super::book::BookCounts;
 use super::relay::{DirReport, FlowReport, Middlebox};
 use super::share;
@@ -299,19 +300,49 @@ fn sum(r: &LiveReport, f: impl Fn(&DirReport) -> u64) -> u64 {
     r.flows.iter().flat_map(|x| x.dirs.iter()).map(f).sum()
 }
 
+/// How a live relay's ecalls were made: the selection, and who chose it.
+#[derive(Debug, Clone, Default)]
+pub struct LiveSetup {
+    /// The switchless ecalls and batching.
+    pub selection: Selection,
+    /// The advisor chose it (`--switchless advisor`), not the options.
+    pub advised: bool,
+}
+
 /// Emits a live session's records: the flows table, the summary (throughput, shares,
 /// agents, upstream failures), the inspection check, and, when the enclave was traced, the
-/// per-ecall trace and the advisor's verdicts.
+/// per-ecall trace and the advisor's verdicts on it. Every record names the selection
+/// (`switchless_ecalls`, `batched`) and who made it (`selected_by`).
 pub fn emit_records(
     ctx: &Context<'_>,
     report: &LiveReport,
     config: &Config,
+    setup: &LiveSetup,
     trace: Option<&TraceSnapshot>,
 ) -> Result<(), ScenarioError> {
     let name = super::NAME;
     let backend = config.label();
     let mut params = config.params();
     params.insert("mode".into(), Value::from("live"));
+    let s = &setup.selection;
+    let names: Vec<String> = s
+        .switchless
+        .iter()
+        .map(|&id| super::call_name(enclave::Direction::Ecall, id))
+        .collect();
+    params.insert(
+        "switchless_ecalls".into(),
+        Value::from(if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(",")
+        }),
+    );
+    params.insert("batched".into(), Value::from(s.batched));
+    params.insert(
+        "selected_by".into(),
+        Value::from(if setup.advised { "advisor" } else { "options" }),
+    );
     let rows = report
         .flows
         .iter()

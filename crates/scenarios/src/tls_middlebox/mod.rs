@@ -297,18 +297,19 @@ struct Outcome {
     batching: Option<(BatchLimits, u64, u64)>,
 }
 
-/// How the sandbox's ecalls are made in one configuration.
+/// How the sandbox's ecalls are made in one configuration: the scenario's and, with
+/// `--switchless advisor`, the live relay's ([`TlsMiddlebox::advise_relay`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Selection {
-    /// The ecalls made switchless.
-    switchless: Vec<u32>,
-    /// Records batched across flows.
-    batched: bool,
+pub struct Selection {
+    /// The ecalls made switchless (ids of [`Call`]).
+    pub switchless: Vec<u32>,
+    /// Records batched across flows ([`batch`]).
+    pub batched: bool,
 }
 
 impl Selection {
     /// `"none"`, or the switchless ecalls and `batched`, comma-separated.
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self
             .switchless
             .iter()
@@ -727,6 +728,47 @@ impl Scenario for TlsMiddlebox {
 }
 
 impl TlsMiddlebox {
+    /// The advisor's selection for a relay that serves real traffic (`ccbench middlebox
+    /// --switchless advisor`), made before it serves, since the real traffic is not there
+    /// yet: the scenario's one-flow profile of the sandbox with regular ecalls at 1 KiB
+    /// records, and, for the cores left spare, a pass of `flows` synthetic flows at that
+    /// size. The profile and advice tables go to `ctx`'s records.
+    pub fn advise_relay(
+        &self,
+        ctx: &Context<'_>,
+        flows: usize,
+    ) -> Result<Selection, ScenarioError> {
+        let plan = Plan {
+            flows: flows.clamp(1, 256),
+            sizes: vec![PROFILE_SIZE],
+            bytes_per_pass: 1 << 20,
+            runs: 1,
+            ..plan(ctx.options)
+        };
+        let endpoints = Endpoints {
+            pki: Pki::generate()?,
+            trust: Trust::of_this_binary(ctx.options.platform_key_dir.as_deref())
+                .at("the clients' trust anchors")?,
+        };
+        let profile = self.profile(ctx, &plan, &endpoints)?;
+        let load = self.measure(
+            ctx,
+            &plan,
+            &endpoints,
+            Setup::Sandbox,
+            PROFILE_SIZE,
+            &Selection::default(),
+        )?;
+        if !load.problems.is_empty() {
+            return Err(ScenarioError::step(
+                "the advisor's load pass",
+                load.problems.join("; "),
+            ));
+        }
+        let spare = spare_cores(available_cores(), load.busy_cores, load.idle_cores);
+        self.advise(ctx, &profile, spare)
+    }
+
     /// Runs every experiment of `plan` (the presets' or a test's).
     pub fn run_plan(&self, ctx: &Context<'_>, plan: &Plan) -> Result<(), ScenarioError> {
         let plan = plan.clone();
