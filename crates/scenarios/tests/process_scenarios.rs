@@ -215,6 +215,7 @@ fn tls_middlebox_on_every_backend() {
         flows: 3,
         sizes: vec![1024, 4096],
         bytes_per_pass: 96 << 10,
+        min_records_per_flow: 1,
         runs: 2,
         plant_every: 4,
         workers: 1,
@@ -238,7 +239,7 @@ fn tls_middlebox_on_every_backend() {
             .collect::<Vec<_>>()
     };
     let correctness = checks("correctness");
-    assert_eq!(correctness.len(), 6 * plan.sizes.len());
+    assert_eq!(correctness.len(), 7 * plan.sizes.len());
     assert!(
         correctness
             .iter()
@@ -250,7 +251,7 @@ fn tls_middlebox_on_every_backend() {
             .iter()
             .filter(|r| r.kind() == "measurement" && r.name() == Some("record"))
             .count(),
-        6 * plan.sizes.len()
+        7 * plan.sizes.len()
     );
     // The clients verified the enclave's (emulated) quote in every measured middlebox pass,
     // and every middlebox record says the attestation is emulated.
@@ -264,7 +265,7 @@ fn tls_middlebox_on_every_backend() {
     assert!(
         attested[0].message.contains(&format!(
             "in {n} of {n} middlebox passes",
-            n = 5 * plan.sizes.len()
+            n = 6 * plan.sizes.len()
         )),
         "{attested:?}"
     );
@@ -289,6 +290,25 @@ fn tls_middlebox_on_every_backend() {
             "{:?}",
             r.params
         );
+    }
+    // The ring: batches through the switchless batch ecall, judged against batched ecalls.
+    let ring: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.kind() == "measurement" && r.name() == Some("record"))
+        .filter(|r| r.params.get("config") == Some(&Value::from("ring")))
+        .collect();
+    assert_eq!(ring.len(), plan.sizes.len());
+    for r in ring {
+        assert_eq!(r.params.get("batched"), Some(&Value::from(true)));
+        assert_eq!(
+            r.params.get("switchless_ecalls"),
+            Some(&Value::from("reproduce_ssl_context_batch")),
+            "{:?}",
+            r.params
+        );
+    }
+    for size in &plan.sizes {
+        assert_eq!(checks(&format!("batching-shape-{size}")).len(), 1, "{size}");
     }
     let tables: Vec<&str> = records
         .iter()

@@ -260,7 +260,8 @@ pub fn throughput_table(rows: &[Row], flows: usize, load: Option<f64>) -> Table 
     )];
     notes.push(
         "Middlebox CPU: the relay threads' CPU time plus the enclave process's (sandbox: \
-         including its switchless workers), per record."
+         including its switchless workers; native: none, the service runs in the relay \
+         threads), per record, handshakes and the warm-up round included."
             .into(),
     );
     if let Some(l) = load {
@@ -518,6 +519,54 @@ pub fn batched_checks(rows: &[Row], native: &str, batched: &str) -> Vec<Check> {
     out
 }
 
+/// The two shapes of batching side by side, per record size: batches in one regular ecall
+/// each (`batched`, what the relay does) against batches posted through a switchless call
+/// that an enclave worker drains (`ring`). Pass where the ring is not faster; a warning
+/// where it is faster beyond both medians' 95% intervals: the relay's choice of shape
+/// should then be revisited on that machine.
+pub fn ring_checks(rows: &[Row], batched: &str, ring: &str) -> Vec<Check> {
+    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
+    let mut sizes: Vec<usize> = rows.iter().map(|r| r.record_size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut out = Vec::new();
+    for size in sizes {
+        let (Some(b), Some(r)) = (
+            find(batched, size).and_then(Row::summary),
+            find(ring, size).and_then(Row::summary),
+        ) else {
+            continue;
+        };
+        let ring_wins = r.median_ci_high_ns < b.median_ci_low_ns;
+        out.push(Check::run(
+            format!("batching-shape-{size}"),
+            if ring_wins {
+                Verdict::Warn
+            } else {
+                Verdict::Pass
+            },
+            format!(
+                "{size}-byte records, ns per record, median [95% CI]: batched ecalls {:.0} \
+                 [{:.0}, {:.0}], ring (switchless) {:.0} [{:.0}, {:.0}]: {}",
+                b.median_ns,
+                b.median_ci_low_ns,
+                b.median_ci_high_ns,
+                r.median_ns,
+                r.median_ci_low_ns,
+                r.median_ci_high_ns,
+                if ring_wins {
+                    "the ring is faster beyond the noise; the relay batches through ecalls"
+                } else if r.median_ns < b.median_ns {
+                    "the ring's median is lower, within the noise"
+                } else {
+                    "batched ecalls are at least as fast"
+                }
+            ),
+        ));
+    }
+    out
+}
+
 /// How much slower than the best measured configuration the advisor's selection may be
 /// (time per record) before its choice is called wrong.
 pub const ADVISOR_TOLERANCE: f64 = 0.20;
@@ -693,6 +742,28 @@ mod tests {
             ns_per_record: ns.to_vec(),
             cpu_ns_per_record: None,
         }
+    }
+
+    #[test]
+    fn the_ring_warns_only_when_faster_beyond_the_noise() {
+        let verdicts = |b: &[f64], r: &[f64]| -> Vec<Verdict> {
+            ring_checks(&[row("b", 1024, b), row("r", 1024, r)], "b", "r")
+                .into_iter()
+                .map(|c| c.verdict)
+                .collect()
+        };
+        let fast = [1000.0, 1010.0, 990.0, 1005.0, 995.0];
+        let slow = [2000.0, 2010.0, 1990.0, 2005.0, 1995.0];
+        assert_eq!(verdicts(&fast, &slow), [Verdict::Pass]);
+        assert_eq!(verdicts(&slow, &fast), [Verdict::Warn]);
+        let wide = [900.0, 3000.0, 950.0, 2900.0, 1000.0];
+        assert_eq!(
+            verdicts(&wide, &fast),
+            [Verdict::Pass],
+            "overlapping intervals"
+        );
+        // A size measured for one shape only: no check.
+        assert!(ring_checks(&[row("b", 1024, &fast), row("r", 4096, &fast)], "b", "r").is_empty());
     }
 
     #[test]

@@ -94,15 +94,20 @@ pub enum Setup {
     AllSwitchless,
     /// The sandbox, the ecalls the advisor chose switchless.
     Advisor,
+    /// The sandbox, batches posted through a switchless call: a shared ring of batches that
+    /// an enclave worker drains without a crossing (LightBox's etap shape), measured beside
+    /// [`Setup::Batched`], the shape the relay uses.
+    Ring,
 }
 
 impl Setup {
     /// Every setup, in run order (the advisor's after the sandbox's profile).
-    pub const ALL: [Setup; 6] = [
+    pub const ALL: [Setup; 7] = [
         Setup::Direct,
         Setup::Native,
         Setup::Sandbox,
         Setup::Batched,
+        Setup::Ring,
         Setup::AllSwitchless,
         Setup::Advisor,
     ];
@@ -116,6 +121,7 @@ impl Setup {
             Setup::Batched => "middlebox sandbox batched",
             Setup::AllSwitchless => "middlebox sandbox all switchless",
             Setup::Advisor => "middlebox sandbox advisor's selection",
+            Setup::Ring => "middlebox sandbox batched through a ring (switchless)",
         }
     }
 
@@ -128,6 +134,7 @@ impl Setup {
             Setup::Batched => "batched",
             Setup::AllSwitchless => "all-switchless",
             Setup::Advisor => "advisor",
+            Setup::Ring => "ring",
         }
     }
 }
@@ -141,6 +148,10 @@ pub struct Plan {
     pub sizes: Vec<usize>,
     /// Application bytes all flows send in one round, per record size.
     pub bytes_per_pass: u64,
+    /// Records each flow sends in one round at least, whatever `bytes_per_pass` gives: a
+    /// round of the largest records must outlast a scheduler time slice (the quick preset's
+    /// 2 MiB are 4 records a flow at 16 KiB, a round of about 5 ms).
+    pub min_records_per_flow: u64,
     /// Measured rounds per configuration and size (after one warm-up round), over the same
     /// long-running flows.
     pub runs: usize,
@@ -171,6 +182,7 @@ pub fn plan(options: &RunOptions) -> Plan {
             .clamp(1, 256),
         sizes: vec![256, 1024, 4096, 16384],
         bytes_per_pass: if quick { 2 << 20 } else { 16 << 20 },
+        min_records_per_flow: 16,
         runs: if quick { 3 } else { 5 },
         plant_every: 4,
         workers: 1,
@@ -183,7 +195,9 @@ pub fn plan(options: &RunOptions) -> Plan {
 impl Plan {
     /// The pass of one record size.
     pub fn pass(&self, size: usize) -> PassConfig {
-        let records = (self.bytes_per_pass / size as u64 / self.flows as u64).max(1);
+        let records = (self.bytes_per_pass / size as u64 / self.flows as u64)
+            .max(self.min_records_per_flow)
+            .max(1);
         PassConfig {
             flows: self.flows,
             record_size: size,
@@ -342,7 +356,9 @@ impl TlsMiddlebox {
             Setup::Direct => None,
             Setup::Native => Some(Config::regular(Backend::Native)),
             Setup::Sandbox | Setup::Batched => Some(Config::regular(Backend::Sandbox)),
-            Setup::AllSwitchless | Setup::Advisor => Some(Config::switchless(plan.workers)),
+            Setup::AllSwitchless | Setup::Advisor | Setup::Ring => {
+                Some(Config::switchless(plan.workers))
+            }
         }
     }
 
@@ -367,7 +383,7 @@ impl TlsMiddlebox {
             // quote is signed by an emulated platform key, not by hardware.
             p.insert("attestation".into(), Value::from("emulated"));
         }
-        if matches!(o.setup, Setup::AllSwitchless | Setup::Advisor) {
+        if matches!(o.setup, Setup::AllSwitchless | Setup::Advisor | Setup::Ring) {
             let names: Vec<String> = o
                 .switchless
                 .iter()
@@ -457,8 +473,12 @@ impl TlsMiddlebox {
         let idle_cores = idle_cores_between(ticks0, machine_cpu_ticks());
         let since = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
         let own = since(process_cpu_ns(Some(std::process::id())), own0);
-        // Unknown where `/proc` could not be read: then so are the figures made from it.
-        let enclave_cpu = since(process_cpu_ns(enclave.pid()), cpu0);
+        // Unknown where `/proc` could not be read: then so are the figures made from it. A
+        // native enclave runs in the relay's threads: their CPU time holds its work.
+        let enclave_cpu = match enclave.pid() {
+            Some(pid) => since(process_cpu_ns(Some(pid)), cpu0),
+            None => Some(0),
+        };
         let busy_cores = match (own, enclave_cpu) {
             (Some(o), Some(e)) if wall > 0.0 => Some((o + e) as f64 / wall),
             _ => None,
@@ -798,6 +818,10 @@ impl TlsMiddlebox {
                         switchless: Vec::new(),
                         batched: true,
                     },
+                    Setup::Ring => Selection {
+                        switchless: vec![Call::ReproduceSslContextBatch.into()],
+                        batched: true,
+                    },
                     _ => Selection::default(),
                 };
                 let o = self.measure(ctx, &plan, &endpoints, setup, size, &selection)?;
@@ -848,6 +872,11 @@ impl TlsMiddlebox {
                 Setup::Native.title(),
                 Setup::Batched.title(),
             ))
+            .chain(analysis::ring_checks(
+                &rows,
+                Setup::Batched.title(),
+                Setup::Ring.title(),
+            ))
             .chain(analysis::advisor_checks(
                 &rows,
                 Setup::Advisor.title(),
@@ -874,6 +903,7 @@ impl TlsMiddlebox {
             let protected = [
                 Setup::Sandbox,
                 Setup::Batched,
+                Setup::Ring,
                 Setup::Advisor,
                 Setup::AllSwitchless,
             ]
