@@ -109,6 +109,10 @@ use crate::program::{ONE_SLOT, Program, Segment, ZERO_SLOT};
 /// five control bits.
 pub const TABLE_BYTES: usize = 25;
 
+/// Gates per call of the fused garbling kernel (the coins of a call are
+/// drawn into a buffer first).
+const FUSED_PIECE: usize = 1024;
+
 /// A 2x4 matrix over the halves `(A_iL, A_iR, B_jL, B_jR)`: one 4-bit mask
 /// per output half (bit `k` = column `k`).
 type Mat = [u8; 2];
@@ -202,6 +206,88 @@ pub(crate) const GARBLE_LIN: [[u8; 5]; 16] = {
     }
     t
 };
+
+/// The tables of the fused garbling kernels (`Hasher::garble_run_3h`) for one
+/// offset `R`: [`GARBLE_LIN`] re-expressed over the gate's zero labels `A0`,
+/// `B0` (as they sit in the label array) instead of the colour-0 labels `A`,
+/// `B`, so that a kernel needs no select on the colours. Indexed by
+/// `pa | pb << 1 | r1 << 2 | r2 << 3`, where `pa = lsb(A0)`, `pb = lsb(B0)`
+/// (so `alpha = 1 ^ pa`, `beta = 1 ^ pb`) and `(r1, r2)` are the gate's coins.
+///
+/// A kernel computes the table `S = (G0, G1, G2, -)` and the output's zero
+/// label `C = (C_L, C_R)` as the hash terms of the module documentation plus
+/// `rs ^ XOR_k (q_k & ms[k])` and `rc ^ XOR_k (q_k & mc[k])`, where `q_k` is
+/// `A0_L, A0_R, B0_L, B0_R` in every 64-bit lane, and the control byte as the
+/// hash bits XOR `z`.
+#[derive(Clone)]
+#[repr(C, align(32))]
+pub(crate) struct FusedLin {
+    /// The masks of `q_k` over `S` (the fourth lane zero).
+    pub(crate) ms: [[[u64; 4]; 4]; 16],
+    /// The masks of `q_k` over `C`.
+    pub(crate) mc: [[[u64; 2]; 4]; 16],
+    /// The terms in `R` of `S`: those of [`GARBLE_LIN`] plus the colour
+    /// corrections `pa A-part(R) ^ pb B-part(R)` (as `A = A0 ^ pa R`).
+    pub(crate) rs: [[u64; 4]; 16],
+    /// The terms in `R` of `C`.
+    pub(crate) rc: [[u64; 2]; 16],
+    /// `(pa R | pb R)`, indexed by `pa | pb << 1`: `(A0 | B0)` XOR this is
+    /// `(A | B)`.
+    pub(crate) ab: [[u64; 4]; 4],
+    /// `((pa ^ pb) R | (1 ^ pa ^ pb) R)`: `(A0 ^ B0)` in both lanes XOR this
+    /// is `(A ^ B | A ^ B ^ R)`.
+    pub(crate) x: [[u64; 4]; 4],
+    /// The control bits' terms that are not hash bits: `r1`, `r2`, `alpha`,
+    /// `beta`, `alpha ^ beta` in bits 0..4.
+    pub(crate) z: [u8; 16],
+}
+
+impl FusedLin {
+    /// The tables for offset `delta`.
+    pub(crate) fn new(delta: Block) -> FusedLin {
+        let (rl, rr) = (lo(delta), hi(delta));
+        let mut f = FusedLin {
+            ms: [[[0; 4]; 4]; 16],
+            mc: [[[0; 2]; 4]; 16],
+            rs: [[0; 4]; 16],
+            rc: [[0; 2]; 16],
+            ab: [[0; 4]; 4],
+            x: [[0; 4]; 4],
+            z: [0; 16],
+        };
+        for idx in 0..16u8 {
+            let (pa, pb) = (idx & 1, (idx >> 1) & 1);
+            let (r1, r2) = ((idx >> 2) & 1, (idx >> 3) & 1);
+            let (al, be) = (1 ^ pa, 1 ^ pb);
+            let m = GARBLE_LIN[usize::from(al | (be << 1) | (r1 << 2) | (r2 << 3))];
+            // The terms in R of one output: its own, and those that A = A0 ^ pa R
+            // and B = B0 ^ pb R bring.
+            let rterm = |mm: u8| {
+                let on_a = (mask(mm, 0) & rl) ^ (mask(mm, 1) & rr);
+                let on_b = (mask(mm, 2) & rl) ^ (mask(mm, 3) & rr);
+                (mask(mm, 4) & rl)
+                    ^ (mask(mm, 5) & rr)
+                    ^ (on_a & mask(pa, 0))
+                    ^ (on_b & mask(pb, 0))
+            };
+            let i = usize::from(idx);
+            for k in 0..4u32 {
+                f.ms[i][k as usize] = [mask(m[2], k), mask(m[3], k), mask(m[4], k), 0];
+                f.mc[i][k as usize] = [mask(m[0], k), mask(m[1], k)];
+            }
+            f.rs[i] = [rterm(m[2]), rterm(m[3]), rterm(m[4]), 0];
+            f.rc[i] = [rterm(m[0]), rterm(m[1])];
+            f.z[i] = r1 | (r2 << 1) | (al << 2) | (be << 3) | ((al ^ be) << 4);
+        }
+        for p in 0..4u8 {
+            let (pa, pb) = (p & 1, p >> 1);
+            let (ma, mb, mx) = (mask(pa, 0), mask(pb, 0), mask(pa ^ pb, 0));
+            f.ab[usize::from(p)] = [ma & rl, ma & rr, mb & rl, mb & rr];
+            f.x[usize::from(p)] = [mx & rl, mx & rr, !mx & rl, !mx & rr];
+        }
+        f
+    }
+}
 
 /// All ones if bit `k` of `m` is set, else zero.
 #[inline(always)]
@@ -376,6 +462,8 @@ pub fn garble_to<S: TableSink + ?Sized>(
         left: 0,
     };
     let d = subsets(delta);
+    let flin = hasher.fused().then(|| FusedLin::new(delta));
+    let mut cbuf = [0u8; FUSED_PIECE];
     let mut h = [Block::ZERO; 6 * BATCH];
     let mut tw = [Block::ZERO; 3 * BATCH];
     let mut ab = [(Block::ZERO, Block::ZERO, 0u8, 0u8); BATCH];
@@ -385,6 +473,30 @@ pub fn garble_to<S: TableSink + ?Sized>(
             Segment::Ands(n) => {
                 let run = &ands[ai..ai + n as usize];
                 ai += n as usize;
+                // The fused kernels count tweaks in 64 bits.
+                let fits = gate_counter
+                    .checked_add(u64::from(n))
+                    .is_some_and(|end| end < u64::MAX / 3);
+                if let Some(f) = flin.as_ref().filter(|_| fits) {
+                    // The whole run in the fused kernel, one piece per stretch
+                    // of room in the sink (and of the coin buffer).
+                    let mut rest = run;
+                    while !rest.is_empty() {
+                        let k = rest.len().min(sink.room() / TABLE_BYTES).min(FUSED_PIECE);
+                        let (now, later) = rest.split_at(k);
+                        for c in &mut cbuf[..k] {
+                            let (r1, r2) = coins.two();
+                            *c = r1 | (r2 << 1);
+                        }
+                        let ctr = *gate_counter;
+                        sink.put(k * TABLE_BYTES, &mut |tables| {
+                            hasher.garble_run_3h(f, delta, l.l, now, &cbuf[..k], ctr, tables);
+                        })?;
+                        *gate_counter += k as u64;
+                        rest = later;
+                    }
+                    continue;
+                }
                 for chunk in run.chunks(BATCH) {
                     let k = chunk.len();
                     for (i, &[a, b, o]) in chunk.iter().enumerate() {

@@ -1,0 +1,427 @@
+//! The fused three-halves garbling kernels (see [`crate::threehalves`]): a
+//! group of AND gates in vector registers from the label gather to the table
+//! store, as the half-gates kernels of [`super`] do, for both hashes,
+//! compiled for AVX2 with VAES and for AVX-512VL.
+//!
+//! Per gate, three 256-bit data registers go through the hash: `(A | B)` and
+//! `(A ^ R | B ^ R)` under the tweaks `(3g | 3g + 1)`, and `(X | X ^ R)`
+//! (`X = A ^ B`) under `3g + 2` (under MITCCRH the `X` registers of two
+//! gates are paired, `(X_g | X_g')` and `(X_g ^ R | X_g' ^ R)`, so that every
+//! key register holds two distinct keys). The hashes come out as
+//! `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`, `hx = (hX0 | hX1)`; a few
+//! shuffles give the hash terms of `(G0, G1, G2)`, of `C` and of the control
+//! bits, and the linear terms are masked broadcasts of the zero labels'
+//! halves with masks looked up by the gate's colours and coins
+//! ([`FusedLin`]), so nothing depends on a branch.
+
+use super::*;
+use crate::threehalves::FusedLin;
+
+/// Bytes of table per gate ([`crate::threehalves::TABLE_BYTES`]).
+const TB: usize = 25;
+
+#[inline(always)]
+fn ld4(x: &[u64; 4]) -> __m256i {
+    // SAFETY: `x` is 32 readable bytes; `loadu` has no alignment requirement.
+    unsafe { _mm256_loadu_si256(x.as_ptr().cast()) }
+}
+
+#[inline(always)]
+fn ld2(x: &[u64; 2]) -> __m128i {
+    // SAFETY: `x` is 16 readable bytes; `loadu` has no alignment requirement.
+    unsafe { _mm_loadu_si128(x.as_ptr().cast()) }
+}
+
+/// Stores gate `i`'s table of a group: `(G0, G1, G2)` from `s` and the
+/// control byte `z`. All but the group's last gate store all of `s` (32
+/// bytes, the last 7 of which the next gate's table overwrites); the last
+/// stores 24 bytes.
+#[inline(always)]
+fn store_gate<const G: usize>(t: &mut [[u8; TB]; G], i: usize, s: __m256i, z: u8) {
+    assert!(i < G);
+    let p: *mut u8 = t.as_mut_ptr().cast();
+    if i + 1 < G {
+        // SAFETY: gate `i < G - 1` starts at byte `25 i` of the group's `25 G`
+        // bytes, so `25 i + 32 <= 25 G`: 32 writable bytes. `storeu` has no
+        // alignment requirement; AVX is implied by the callers' features.
+        unsafe { _mm256_storeu_si256(p.add(TB * i).cast(), s) };
+    } else {
+        // SAFETY: `25 i + 24 <= 25 G`: 16 and then 8 writable bytes.
+        unsafe {
+            _mm_storeu_si128(p.add(TB * i).cast(), _mm256_castsi256_si128(s));
+            _mm_storel_epi64(p.add(TB * i + 16).cast(), _mm256_extracti128_si256::<1>(s));
+        }
+    }
+    t[i][24] = z;
+}
+
+/// The kernels of both hashes for one instruction set (as `fused_kernels!`):
+/// `$group_fk` fixed-key gates in flight, `$group_mi` MITCCRH gates with
+/// `$keys_mi` key registers (`G + ceil(G / 2)`).
+macro_rules! threehalves_kernels {
+    ($name:ident, $features:literal, $group_fk:literal, $group_mi:literal, $keys_mi:literal) => {
+        pub(in crate::hash) mod $name {
+            use super::*;
+
+            /// One gate's inputs: the data registers of its hash and what its
+            /// linear terms need.
+            #[derive(Clone, Copy)]
+            struct In {
+                /// `(A | B)`, the colour-0 labels.
+                ab: __m256i,
+                /// `(A ^ R | B ^ R)`.
+                ab1: __m256i,
+                /// `(X | X ^ R)`, `X = A ^ B`.
+                xx: __m256i,
+                /// `pa | pb << 1 | r1 << 2 | r2 << 3` (see [`FusedLin`]).
+                idx: usize,
+                /// `A0_L, A0_R, B0_L, B0_R`.
+                q: [u64; 4],
+            }
+
+            /// Gathers gate `[sa, sb, _]`'s zero labels; `coin` is `r1 | r2 << 1`.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn prep(
+                f: &FusedLin,
+                labels: &[Block],
+                mask: usize,
+                sa: u32,
+                sb: u32,
+                coin: u8,
+                rr: __m256i,
+            ) -> In {
+                let la = &labels[sa as usize & mask];
+                let lb = &labels[sb as usize & mask];
+                let q = [
+                    la.0 as u64,
+                    (la.0 >> 64) as u64,
+                    lb.0 as u64,
+                    (lb.0 >> 64) as u64,
+                ];
+                let p = (q[0] & 1) as usize | ((q[2] & 1) as usize) << 1;
+                let idx = p | usize::from(coin & 3) << 2;
+                let (a0, b0) = (load(la), load(lb));
+                let ab = _mm256_xor_si256(_mm256_set_m128i(b0, a0), ld4(&f.ab[p]));
+                let ab1 = _mm256_xor_si256(ab, rr);
+                let x0 = _mm256_broadcastsi128_si256(_mm_xor_si128(a0, b0));
+                let xx = _mm256_xor_si256(x0, ld4(&f.x[p]));
+                In {
+                    ab,
+                    ab1,
+                    xx,
+                    idx,
+                    q,
+                }
+            }
+
+            /// One gate's table `S = (G0, G1, G2, -)`, output zero label `C` and
+            /// control byte from its hashes `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`,
+            /// `hx = (hX0 | hX1)`.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn finish(
+                f: &FusedLin,
+                g: &In,
+                h0: __m256i,
+                h1: __m256i,
+                hx: __m256i,
+            ) -> (__m256i, __m128i, u8) {
+                // Qwords (low first); `*` marks a high half whose lsb is a hash bit.
+                let hx0 = _mm256_permute4x64_epi64::<0b01_00_01_00>(hx);
+                let y = _mm256_xor_si256(h0, hx0); // [CLh, z0*, CRh, z1*]
+                let t01 = _mm256_xor_si256(h0, h1); // [G0h, z2*, G1h, z3*]
+                let tx = _mm256_xor_si256(hx, _mm256_permute2x128_si256::<0x01>(hx, hx)); // [G2h, z4*] twice
+                let ch = _mm256_permute4x64_epi64::<0b11_01_10_00>(y); // [CLh, CRh, z0*, z1*]
+                let p = _mm256_permute4x64_epi64::<0b11_01_10_00>(t01); // [G0h, G1h, z2*, z3*]
+                let sh = _mm256_blend_epi32::<0b1111_0000>(p, tx); // [G0h, G1h, G2h, z4*]
+                let zq = _mm256_permute2x128_si256::<0x31>(ch, p); // [z0*, z1*, z2*, z3*]
+                let m4 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(zq)));
+                let m5 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(sh)));
+                let z = ((m4 | ((m5 & 8) << 1)) as u8) ^ f.z[g.idx];
+                let ms = &f.ms[g.idx];
+                let mc = &f.mc[g.idx];
+                let mut s = _mm256_xor_si256(sh, ld4(&f.rs[g.idx]));
+                let mut c = _mm_xor_si128(_mm256_castsi256_si128(ch), ld2(&f.rc[g.idx]));
+                for k in 0..4 {
+                    let q = g.q[k] as i64;
+                    s = _mm256_xor_si256(s, _mm256_and_si256(_mm256_set1_epi64x(q), ld4(&ms[k])));
+                    c = _mm_xor_si128(c, _mm_and_si128(_mm_set1_epi64x(q), ld2(&mc[k])));
+                }
+                (s, c, z)
+            }
+
+            /// `x ^ AES(x)` under the fixed key for `N` registers of pre-images.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn mmo_n<const N: usize>(k: &[__m256i; 11], pre: &[__m256i; N]) -> [__m256i; N] {
+                let mut v: [__m256i; N] = core::array::from_fn(|i| _mm256_xor_si256(pre[i], k[0]));
+                for key in &k[1..10] {
+                    for x in v.iter_mut() {
+                        *x = _mm256_aesenc_epi128(*x, *key);
+                    }
+                }
+                core::array::from_fn(|i| {
+                    _mm256_xor_si256(_mm256_aesenclast_epi128(v[i], k[10]), pre[i])
+                })
+            }
+
+            /// `AES_K(x) ^ x` for `M` key registers (two keys each) and `P` data
+            /// registers per key: the schedules of the first `4 floor(M / 4)`
+            /// registers word-sliced by fours (`expand_step_sliced`), the rest
+            /// one register at a time (`expand_step2`).
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn mmo_rekeyed_mixed<const M: usize, const P: usize>(
+                k: [__m256i; M],
+                x: &[[__m256i; P]; M],
+            ) -> [[__m256i; P]; M] {
+                let s4 = M / 4 * 4;
+                let mut v: [[__m256i; P]; M] = core::array::from_fn(|i| {
+                    core::array::from_fn(|p| _mm256_xor_si256(x[i][p], k[i]))
+                });
+                let mut w = k;
+                for s in (0..s4).step_by(4) {
+                    let t = transpose4([w[s], w[s + 1], w[s + 2], w[s + 3]]);
+                    w[s..s + 4].copy_from_slice(&t);
+                }
+                for (r, &rc) in RCON.iter().enumerate() {
+                    let mut rk = w;
+                    for s in (0..s4).step_by(4) {
+                        let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
+                        expand_step_sliced(&mut ws, rc);
+                        w[s..s + 4].copy_from_slice(&ws);
+                        rk[s..s + 4].copy_from_slice(&transpose4(ws));
+                    }
+                    for i in s4..M {
+                        w[i] = expand_step2(w[i], rc);
+                        rk[i] = w[i];
+                    }
+                    for i in 0..M {
+                        for p in 0..P {
+                            v[i][p] = if r < 9 {
+                                _mm256_aesenc_epi128(v[i][p], rk[i])
+                            } else {
+                                _mm256_xor_si256(_mm256_aesenclast_epi128(v[i][p], rk[i]), x[i][p])
+                            };
+                        }
+                    }
+                }
+                v
+            }
+
+            /// `G` fixed-key gates: `tw` holds `(3g | 3g + 1)` of the first gate
+            /// in the low halves and is advanced by `G` gates.
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn group_fk<const G: usize, const N: usize>(
+                k: &[__m256i; 11],
+                f: &FusedLin,
+                rr: __m256i,
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; G],
+                coins: &[u8; G],
+                tables: &mut [[u8; TB]; G],
+                tw: &mut __m256i,
+            ) {
+                const { assert!(N == 3 * G) };
+                let three = _mm256_set_epi64x(0, 3, 0, 3);
+                let to_x = _mm256_set_epi64x(0, 1, 0, 2);
+                let g: [In; G] = core::array::from_fn(|i| {
+                    prep(f, labels, mask, run[i][0], run[i][1], coins[i], rr)
+                });
+                let mut pre = [_mm256_setzero_si256(); N];
+                for i in 0..G {
+                    pre[3 * i] = pre256(g[i].ab, *tw);
+                    pre[3 * i + 1] = pre256(g[i].ab1, *tw);
+                    pre[3 * i + 2] = pre256(g[i].xx, _mm256_add_epi64(*tw, to_x));
+                    *tw = _mm256_add_epi64(*tw, three);
+                }
+                let h = mmo_n(k, &pre);
+                for i in 0..G {
+                    let (s, c, z) = finish(f, &g[i], h[3 * i], h[3 * i + 1], h[3 * i + 2]);
+                    store_gate(tables, i, s, z);
+                    scatter(labels, mask, run[i][2], c);
+                }
+            }
+
+            /// `G` MITCCRH gates with `K = G + ceil(G / 2)` key registers: gate
+            /// `i`'s `(k(3g) | k(3g + 1))` and the pairs' `(k(3g + 2) | k(3g' + 2))`.
+            /// `ctr` holds `(3g | 3g + 1)` of the first gate in the high halves and
+            /// is advanced by `G` gates.
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn group_mi<const G: usize, const K: usize>(
+                seed2: __m256i,
+                f: &FusedLin,
+                rr: __m256i,
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; G],
+                coins: &[u8; G],
+                tables: &mut [[u8; TB]; G],
+                ctr: &mut __m256i,
+            ) {
+                const { assert!(K == G + G.div_ceil(2)) };
+                let three = _mm256_set_epi64x(3, 0, 3, 0);
+                let g: [In; G] = core::array::from_fn(|i| {
+                    prep(f, labels, mask, run[i][0], run[i][1], coins[i], rr)
+                });
+                let mut keys = [_mm256_setzero_si256(); K];
+                let mut x = [[_mm256_setzero_si256(); 2]; K];
+                let mut c = *ctr;
+                for i in 0..G {
+                    keys[i] = _mm256_xor_si256(seed2, c);
+                    x[i] = [g[i].ab, g[i].ab1];
+                    if i % 2 == 0 {
+                        // (3g + 2 | 3g' + 2) from (3g | 3g + 1): g' = g + 1, or g
+                        // itself for a last gate without a partner.
+                        let (j, d) = if i + 1 < G { (i + 1, 4) } else { (i, 1) };
+                        let cx = _mm256_add_epi64(c, _mm256_set_epi64x(d, 0, 2, 0));
+                        keys[G + i / 2] = _mm256_xor_si256(seed2, cx);
+                        x[G + i / 2] = [
+                            _mm256_permute2x128_si256::<0x20>(g[i].xx, g[j].xx),
+                            _mm256_permute2x128_si256::<0x31>(g[i].xx, g[j].xx),
+                        ];
+                    }
+                    c = _mm256_add_epi64(c, three);
+                }
+                *ctr = c;
+                let h = mmo_rekeyed_mixed(keys, &x);
+                for i in 0..G {
+                    let hp = &h[G + i / 2];
+                    let hx = if i % 2 == 0 {
+                        _mm256_permute2x128_si256::<0x20>(hp[0], hp[1])
+                    } else {
+                        _mm256_permute2x128_si256::<0x31>(hp[0], hp[1])
+                    };
+                    let (s, c, z) = finish(f, &g[i], h[i][0], h[i][1], hx);
+                    store_gate(tables, i, s, z);
+                    scatter(labels, mask, run[i][2], c);
+                }
+            }
+
+            /// See `Hasher::garble_run_3h`, fixed-key hash with round keys `rk`.
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)]
+            pub(in crate::hash) fn garble_run(
+                rk: &[[u8; 16]; 11],
+                f: &FusedLin,
+                delta: Block,
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                coins: &[u8],
+                gate: u64,
+                tables: &mut [u8],
+            ) {
+                assert!(labels.len().is_power_of_two());
+                assert!(tables.len() == TB * run.len() && coins.len() == run.len());
+                let mask = labels.len() - 1;
+                let k = keys256(rk);
+                let rr = _mm256_broadcastsi128_si256(load(&delta));
+                let t = (3 * gate) as i64;
+                let mut tw = _mm256_set_epi64x(0, t + 1, 0, t);
+                let (tabs, _) = tables.as_chunks_mut::<TB>();
+                let (gs, g_rest) = run.as_chunks::<$group_fk>();
+                let (cs, c_rest) = coins.as_chunks::<$group_fk>();
+                let (ts, t_rest) = tabs.as_chunks_mut::<$group_fk>();
+                for ((g, c), t) in gs.iter().zip(cs).zip(ts) {
+                    group_fk::<$group_fk, { 3 * $group_fk }>(
+                        &k, f, rr, labels, mask, g, c, t, &mut tw,
+                    );
+                }
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal) => {
+                        if g_rest.len() - at >= $m {
+                            group_fk::<$m, { 3 * $m }>(
+                                &k,
+                                f,
+                                rr,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                c_rest[at..at + $m].try_into().expect("length checked"),
+                                (&mut t_rest[at..at + $m])
+                                    .try_into()
+                                    .expect("length checked"),
+                                &mut tw,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4);
+                group_of!(2);
+                group_of!(1);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            /// See `Hasher::garble_run_3h`, MITCCRH with session seed `seed`.
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)]
+            pub(in crate::hash) fn garble_run_mi(
+                seed: Block,
+                f: &FusedLin,
+                delta: Block,
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                coins: &[u8],
+                gate: u64,
+                tables: &mut [u8],
+            ) {
+                assert!(labels.len().is_power_of_two());
+                assert!(tables.len() == TB * run.len() && coins.len() == run.len());
+                let mask = labels.len() - 1;
+                let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+                let rr = _mm256_broadcastsi128_si256(load(&delta));
+                let t = (3 * gate) as i64;
+                let mut ctr = _mm256_set_epi64x(t + 1, 0, t, 0);
+                let (tabs, _) = tables.as_chunks_mut::<TB>();
+                let (gs, g_rest) = run.as_chunks::<$group_mi>();
+                let (cs, c_rest) = coins.as_chunks::<$group_mi>();
+                let (ts, t_rest) = tabs.as_chunks_mut::<$group_mi>();
+                for ((g, c), t) in gs.iter().zip(cs).zip(ts) {
+                    group_mi::<$group_mi, $keys_mi>(seed2, f, rr, labels, mask, g, c, t, &mut ctr);
+                }
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal, $km:literal) => {
+                        if g_rest.len() - at >= $m {
+                            group_mi::<$m, $km>(
+                                seed2,
+                                f,
+                                rr,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                c_rest[at..at + $m].try_into().expect("length checked"),
+                                (&mut t_rest[at..at + $m])
+                                    .try_into()
+                                    .expect("length checked"),
+                                &mut ctr,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4, 6);
+                group_of!(2, 3);
+                group_of!(1, 2);
+                debug_assert_eq!(at, g_rest.len());
+            }
+        }
+    };
+}
+
+threehalves_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", 4, 4, 6);
+threehalves_kernels!(
+    avx512,
+    "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl",
+    8,
+    8,
+    12
+);
