@@ -220,26 +220,34 @@ pub(crate) const GARBLE_LIN: [[u8; 5]; 16] = {
 /// `A0_L, A0_R, B0_L, B0_R` in every 64-bit lane, and the control byte as the
 /// hash bits XOR `z`.
 #[derive(Clone)]
-#[repr(C, align(32))]
 pub(crate) struct FusedLin {
-    /// The masks of `q_k` over `S` (the fourth lane zero).
-    pub(crate) ms: [[[u64; 4]; 4]; 16],
-    /// The masks of `q_k` over `C`.
-    pub(crate) mc: [[[u64; 2]; 4]; 16],
-    /// The terms in `R` of `S`: those of [`GARBLE_LIN`] plus the colour
-    /// corrections `pa A-part(R) ^ pb B-part(R)` (as `A = A0 ^ pa R`).
-    pub(crate) rs: [[u64; 4]; 16],
-    /// The terms in `R` of `C`.
-    pub(crate) rc: [[u64; 2]; 16],
+    /// The masks and constants of each index.
+    pub(crate) e: [LinEntry; 16],
     /// `(pa R | pb R)`, indexed by `pa | pb << 1`: `(A0 | B0)` XOR this is
     /// `(A | B)`.
     pub(crate) ab: [[u64; 4]; 4],
     /// `((pa ^ pb) R | (1 ^ pa ^ pb) R)`: `(A0 ^ B0)` in both lanes XOR this
     /// is `(A ^ B | A ^ B ^ R)`.
     pub(crate) x: [[u64; 4]; 4],
+}
+
+/// The masks and constants of one index of [`FusedLin`] (256 bytes, so that
+/// a kernel finds them with one shift of the index).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(256))]
+pub(crate) struct LinEntry {
+    /// The masks of `q_k` over `S` (the fourth lane zero).
+    pub(crate) ms: [[u64; 4]; 4],
+    /// The terms in `R` of `S`: those of [`GARBLE_LIN`] plus the colour
+    /// corrections `pa A-part(R) ^ pb B-part(R)` (as `A = A0 ^ pa R`).
+    pub(crate) rs: [u64; 4],
+    /// The masks of `q_k` over `C`.
+    pub(crate) mc: [[u64; 2]; 4],
+    /// The terms in `R` of `C`.
+    pub(crate) rc: [u64; 2],
     /// The control bits' terms that are not hash bits: `r1`, `r2`, `alpha`,
     /// `beta`, `alpha ^ beta` in bits 0..4.
-    pub(crate) z: [u8; 16],
+    pub(crate) z: u64,
 }
 
 impl FusedLin {
@@ -247,13 +255,9 @@ impl FusedLin {
     pub(crate) fn new(delta: Block) -> FusedLin {
         let (rl, rr) = (lo(delta), hi(delta));
         let mut f = FusedLin {
-            ms: [[[0; 4]; 4]; 16],
-            mc: [[[0; 2]; 4]; 16],
-            rs: [[0; 4]; 16],
-            rc: [[0; 2]; 16],
+            e: [LinEntry::default(); 16],
             ab: [[0; 4]; 4],
             x: [[0; 4]; 4],
-            z: [0; 16],
         };
         for idx in 0..16u8 {
             let (pa, pb) = (idx & 1, (idx >> 1) & 1);
@@ -270,14 +274,14 @@ impl FusedLin {
                     ^ (on_a & mask(pa, 0))
                     ^ (on_b & mask(pb, 0))
             };
-            let i = usize::from(idx);
+            let e = &mut f.e[usize::from(idx)];
             for k in 0..4u32 {
-                f.ms[i][k as usize] = [mask(m[2], k), mask(m[3], k), mask(m[4], k), 0];
-                f.mc[i][k as usize] = [mask(m[0], k), mask(m[1], k)];
+                e.ms[k as usize] = [mask(m[2], k), mask(m[3], k), mask(m[4], k), 0];
+                e.mc[k as usize] = [mask(m[0], k), mask(m[1], k)];
             }
-            f.rs[i] = [rterm(m[2]), rterm(m[3]), rterm(m[4]), 0];
-            f.rc[i] = [rterm(m[0]), rterm(m[1])];
-            f.z[i] = r1 | (r2 << 1) | (al << 2) | (be << 3) | ((al ^ be) << 4);
+            e.rs = [rterm(m[2]), rterm(m[3]), rterm(m[4]), 0];
+            e.rc = [rterm(m[0]), rterm(m[1])];
+            e.z = u64::from(r1 | (r2 << 1) | (al << 2) | (be << 3) | ((al ^ be) << 4));
         }
         for p in 0..4u8 {
             let (pa, pb) = (p & 1, p >> 1);
@@ -342,6 +346,21 @@ struct Coins<'a> {
 }
 
 impl Coins<'_> {
+    /// `out[i] = r1 | r2 << 1` of the next `out.len()` gates: the coins
+    /// [`Coins::two`] would give, in the same order.
+    #[inline]
+    fn fill(&mut self, out: &mut [u8]) {
+        for c in out {
+            if self.left == 0 {
+                self.bits = self.prg.block().0;
+                self.left = 64;
+            }
+            *c = (self.bits & 3) as u8;
+            self.bits >>= 2;
+            self.left -= 1;
+        }
+    }
+
     #[inline(always)]
     fn two(&mut self) -> (u8, u8) {
         if self.left == 0 {
@@ -484,10 +503,7 @@ pub fn garble_to<S: TableSink + ?Sized>(
                     while !rest.is_empty() {
                         let k = rest.len().min(sink.room() / TABLE_BYTES).min(FUSED_PIECE);
                         let (now, later) = rest.split_at(k);
-                        for c in &mut cbuf[..k] {
-                            let (r1, r2) = coins.two();
-                            *c = r1 | (r2 << 1);
-                        }
+                        coins.fill(&mut cbuf[..k]);
                         let ctr = *gate_counter;
                         sink.put(k * TABLE_BYTES, &mut |tables| {
                             hasher.garble_run_3h(f, delta, l.l, now, &cbuf[..k], ctr, tables);
@@ -927,6 +943,149 @@ mod tests {
                 }
             });
             assert_eq!(r, Ok(want.clone()), "{be:?}: the unused bits are ignored");
+        }
+    }
+
+    /// [`FusedLin`] is [`GARBLE_LIN`] over the zero labels: the fused kernels'
+    /// formula, written out here in scalar code, gives the table and output
+    /// label of [`garble_gate`] for random labels and hashes, every colour and
+    /// every coin.
+    #[test]
+    fn fused_tables_give_the_gates_of_garble_lin() {
+        let mut prg = Prg::from_seed([0x17; 16]);
+        for _ in 0..200 {
+            let mut delta = prg.block();
+            delta.0 |= 1;
+            let f = FusedLin::new(delta);
+            let hs: [Block; 6] = core::array::from_fn(|_| prg.block());
+            let (a0, b0) = (prg.block(), prg.block());
+            for coin in 0..4u8 {
+                let (pa, pb) = (a0.lsb(), b0.lsb());
+                let (ca, cb) = (a0 ^ delta.select(pa), b0 ^ delta.select(pb));
+                let mut want = [0u8; TABLE_BYTES];
+                let (al, be) = (u8::from(!pa), u8::from(!pb));
+                let c_want = garble_gate(
+                    &hs,
+                    (ca, cb),
+                    &subsets(delta),
+                    (al, be),
+                    (coin & 1, coin >> 1),
+                    &mut want,
+                );
+                // The kernels' inputs: (A | B), (A | B) ^ (R | R), (X | X ^ R).
+                let p = usize::from(pa) | usize::from(pb) << 1;
+                let two = |l: Block, r: Block, m: &[u64; 4]| {
+                    (
+                        l ^ Block(u128::from(m[0]) | u128::from(m[1]) << 64),
+                        r ^ Block(u128::from(m[2]) | u128::from(m[3]) << 64),
+                    )
+                };
+                assert!(two(a0, b0, &f.ab[p]) == (ca, cb));
+                assert!(two(a0 ^ b0, a0 ^ b0, &f.x[p]) == (ca ^ cb, ca ^ cb ^ delta));
+                // The kernels' outputs.
+                let e = &f.e[p | usize::from(coin) << 2];
+                let q = [lo(a0), hi(a0), lo(b0), hi(b0)];
+                let [ha0, ha1, hb0, hb1, hx0, hx1] = hs;
+                let mut s = [lo(ha0) ^ lo(ha1), lo(hb0) ^ lo(hb1), lo(hx0) ^ lo(hx1)];
+                let mut c = [lo(ha0) ^ lo(hx0), lo(hb0) ^ lo(hx0)];
+                for j in 0..3 {
+                    s[j] ^= e.rs[j];
+                    for k in 0..4 {
+                        s[j] ^= q[k] & e.ms[k][j];
+                    }
+                }
+                for j in 0..2 {
+                    c[j] ^= e.rc[j];
+                    for k in 0..4 {
+                        c[j] ^= q[k] & e.mc[k][j];
+                    }
+                }
+                assert_eq!(e.rs[3] | e.ms.iter().fold(0, |a, m| a | m[3]), 0);
+                let z = (hbit(ha0) ^ hbit(hx0))
+                    | (hbit(hb0) ^ hbit(hx0)) << 1
+                    | (hbit(ha0) ^ hbit(ha1)) << 2
+                    | (hbit(hb0) ^ hbit(hb1)) << 3
+                    | (hbit(hx0) ^ hbit(hx1)) << 4;
+                let mut got = [0u8; TABLE_BYTES];
+                for (j, x) in s.iter().enumerate() {
+                    got[8 * j..8 * j + 8].copy_from_slice(&x.to_le_bytes());
+                }
+                got[24] = z ^ e.z as u8;
+                assert_eq!(got, want, "coin {coin}");
+                assert!(Block(u128::from(c[0]) | u128::from(c[1]) << 64) == c_want);
+            }
+        }
+    }
+
+    /// Garbles `p` from zero labels `g0` with `h`, the tables going to a sink
+    /// of fixed room: the tables and all labels after.
+    fn garble_in_pieces(
+        p: &Program,
+        h: &Hasher,
+        delta: Block,
+        g0: &[Block],
+        start: u64,
+        room: usize,
+    ) -> (Vec<u8>, Vec<Block>) {
+        let mut s = Pieces {
+            room,
+            bytes: Vec::new(),
+        };
+        let (mut l, mut ctr) = (g0.to_vec(), start);
+        let mut coins = Prg::from_seed([0x29; 16]);
+        garble_to(p, h, delta, &mut coins, &mut l, &mut ctr, &mut s).unwrap();
+        assert_eq!(ctr, start + p.and_gates());
+        (s.bytes, l)
+    }
+
+    /// The fused kernels (their AVX-512VL and AVX2 instances, where the CPU
+    /// has them) garble exactly the tables and labels of the generic code
+    /// (the portable hash, and AES-NI without VAES), with both hashes, on the
+    /// library circuits and on random circuits, whatever pieces the sink
+    /// takes the tables in, and with a counter that crosses the limit below
+    /// which the kernels count tweaks in 64 bits (the runs past it go to the
+    /// generic code). On a CPU without VAES there is nothing to compare: the
+    /// test says so.
+    #[test]
+    fn fused_kernels_match_the_generic_code() {
+        let mut circuits = vec![
+            library::aes128(),
+            library::sha256_compress(),
+            library::mul(64),
+        ];
+        for seed in 0..6u64 {
+            circuits.push(all_kinds_circuit(seed, 4, 4, 40 + 300 * seed as u32, 5));
+        }
+        let mut prg = Prg::from_seed([0x61; 16]);
+        for kind in GcHash::ALL {
+            let hs = hashers_of(kind);
+            let (fused, generic): (Vec<&Hasher>, Vec<&Hasher>) = hs.iter().partition(|h| h.fused());
+            if fused.is_empty() {
+                eprintln!("skipped: no VAES on this CPU, so no fused kernel to compare");
+                return;
+            }
+            assert!(!generic.is_empty());
+            for c in &circuits {
+                let p = Program::compile(c);
+                let mut delta = prg.block();
+                delta.0 |= 1;
+                let mut g0 = vec![Block::ZERO; p.label_capacity()];
+                prg.fill(&mut g0);
+                for start in [7, u64::MAX / 3 - p.and_gates() / 2] {
+                    let want = garble_in_pieces(&p, generic[0], delta, &g0, start, 1 << 20);
+                    for h in generic.iter().chain(&fused) {
+                        for room in [TABLE_BYTES * BATCH, 1000, 1 << 20] {
+                            let got = garble_in_pieces(&p, h, delta, &g0, start, room);
+                            assert!(
+                                got == want,
+                                "{kind} {:?} fused={} room {room} start {start}",
+                                h.backend(),
+                                h.fused()
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

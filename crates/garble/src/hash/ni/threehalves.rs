@@ -99,7 +99,7 @@ macro_rules! threehalves_kernels {
                     lb.0 as u64,
                     (lb.0 >> 64) as u64,
                 ];
-                let p = (q[0] & 1) as usize | ((q[2] & 1) as usize) << 1;
+                let p = ((q[0] & 1) | ((q[2] & 1) << 1)) as usize;
                 let idx = p | usize::from(coin & 3) << 2;
                 let (a0, b0) = (load(la), load(lb));
                 let ab = _mm256_xor_si256(_mm256_set_m128i(b0, a0), ld4(&f.ab[p]));
@@ -138,15 +138,14 @@ macro_rules! threehalves_kernels {
                 let zq = _mm256_permute2x128_si256::<0x31>(ch, p); // [z0*, z1*, z2*, z3*]
                 let m4 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(zq)));
                 let m5 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(sh)));
-                let z = ((m4 | ((m5 & 8) << 1)) as u8) ^ f.z[g.idx];
-                let ms = &f.ms[g.idx];
-                let mc = &f.mc[g.idx];
-                let mut s = _mm256_xor_si256(sh, ld4(&f.rs[g.idx]));
-                let mut c = _mm_xor_si128(_mm256_castsi256_si128(ch), ld2(&f.rc[g.idx]));
+                let e = &f.e[g.idx & 15];
+                let z = ((m4 | ((m5 & 8) << 1)) as u8) ^ e.z as u8;
+                let mut s = _mm256_xor_si256(sh, ld4(&e.rs));
+                let mut c = _mm_xor_si128(_mm256_castsi256_si128(ch), ld2(&e.rc));
                 for k in 0..4 {
                     let q = g.q[k] as i64;
-                    s = _mm256_xor_si256(s, _mm256_and_si256(_mm256_set1_epi64x(q), ld4(&ms[k])));
-                    c = _mm_xor_si128(c, _mm_and_si128(_mm_set1_epi64x(q), ld2(&mc[k])));
+                    s = _mm256_xor_si256(s, _mm256_and_si256(_mm256_set1_epi64x(q), ld4(&e.ms[k])));
+                    c = _mm_xor_si128(c, _mm_and_si128(_mm_set1_epi64x(q), ld2(&e.mc[k])));
                 }
                 (s, c, z)
             }
@@ -418,10 +417,4 @@ macro_rules! threehalves_kernels {
 }
 
 threehalves_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", 4, 4, 6);
-threehalves_kernels!(
-    avx512,
-    "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl",
-    8,
-    8,
-    12
-);
+threehalves_kernels!(avx512, "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl", 4, 4, 6);
