@@ -75,8 +75,6 @@ macro_rules! threehalves_kernels {
                 xx: __m256i,
                 /// `pa | pb << 1 | r1 << 2 | r2 << 3` (see [`FusedLin`]).
                 idx: usize,
-                /// `A0_L, A0_R, B0_L, B0_R`.
-                q: [u64; 4],
             }
 
             /// Gathers gate `[sa, sb, _]`'s zero labels; `coin` is `r1 | r2 << 1`.
@@ -93,36 +91,28 @@ macro_rules! threehalves_kernels {
             ) -> In {
                 let la = &labels[sa as usize & mask];
                 let lb = &labels[sb as usize & mask];
-                let q = [
-                    la.0 as u64,
-                    (la.0 >> 64) as u64,
-                    lb.0 as u64,
-                    (lb.0 >> 64) as u64,
-                ];
-                let p = ((q[0] & 1) | ((q[2] & 1) << 1)) as usize;
+                let p = ((la.0 & 1) | ((lb.0 & 1) << 1)) as usize;
                 let idx = p | usize::from(coin & 3) << 2;
                 let (a0, b0) = (load(la), load(lb));
                 let ab = _mm256_xor_si256(_mm256_set_m128i(b0, a0), ld4(&f.ab[p]));
                 let ab1 = _mm256_xor_si256(ab, rr);
                 let x0 = _mm256_broadcastsi128_si256(_mm_xor_si128(a0, b0));
                 let xx = _mm256_xor_si256(x0, ld4(&f.x[p]));
-                In {
-                    ab,
-                    ab1,
-                    xx,
-                    idx,
-                    q,
-                }
+                In { ab, ab1, xx, idx }
             }
 
             /// One gate's table `S = (G0, G1, G2, -)`, output zero label `C` and
-            /// control byte from its hashes `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`,
-            /// `hx = (hX0 | hX1)`.
+            /// control byte from its zero labels `a0`, `b0` and its hashes
+            /// `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`, `hx = (hX0 | hX1)`. The
+            /// halves of the labels are broadcast from memory (a load, no shuffle).
             #[target_feature(enable = $features)]
             #[inline]
+            #[allow(clippy::too_many_arguments)]
             fn finish(
                 f: &FusedLin,
                 g: &In,
+                a0: &Block,
+                b0: &Block,
                 h0: __m256i,
                 h1: __m256i,
                 hx: __m256i,
@@ -142,10 +132,16 @@ macro_rules! threehalves_kernels {
                 let z = ((m4 | ((m5 & 8) << 1)) as u8) ^ e.z as u8;
                 let mut s = _mm256_xor_si256(sh, ld4(&e.rs));
                 let mut c = _mm_xor_si128(_mm256_castsi256_si128(ch), ld2(&e.rc));
+                let q = [
+                    a0.0 as u64,
+                    (a0.0 >> 64) as u64,
+                    b0.0 as u64,
+                    (b0.0 >> 64) as u64,
+                ];
                 for k in 0..4 {
-                    let q = g.q[k] as i64;
-                    s = _mm256_xor_si256(s, _mm256_and_si256(_mm256_set1_epi64x(q), ld4(&e.ms[k])));
-                    c = _mm_xor_si128(c, _mm_and_si128(_mm_set1_epi64x(q), ld2(&e.mc[k])));
+                    let qk = _mm256_set1_epi64x(q[k] as i64);
+                    s = _mm256_xor_si256(s, _mm256_and_si256(qk, ld4(&e.ms[k])));
+                    c = _mm_xor_si128(c, _mm_and_si128(_mm256_castsi256_si128(qk), ld2(&e.mc[k])));
                 }
                 (s, c, z)
             }
@@ -240,7 +236,11 @@ macro_rules! threehalves_kernels {
                 }
                 let h = mmo_n(k, &pre);
                 for i in 0..G {
-                    let (s, c, z) = finish(f, &g[i], h[3 * i], h[3 * i + 1], h[3 * i + 2]);
+                    let (a0, b0) = (
+                        &labels[run[i][0] as usize & mask],
+                        &labels[run[i][1] as usize & mask],
+                    );
+                    let (s, c, z) = finish(f, &g[i], a0, b0, h[3 * i], h[3 * i + 1], h[3 * i + 2]);
                     store_gate(tables, i, s, z);
                     scatter(labels, mask, run[i][2], c);
                 }
@@ -297,7 +297,11 @@ macro_rules! threehalves_kernels {
                     } else {
                         _mm256_permute2x128_si256::<0x31>(hp[0], hp[1])
                     };
-                    let (s, c, z) = finish(f, &g[i], h[i][0], h[i][1], hx);
+                    let (a0, b0) = (
+                        &labels[run[i][0] as usize & mask],
+                        &labels[run[i][1] as usize & mask],
+                    );
+                    let (s, c, z) = finish(f, &g[i], a0, b0, h[i][0], h[i][1], hx);
                     store_gate(tables, i, s, z);
                     scatter(labels, mask, run[i][2], c);
                 }
