@@ -350,11 +350,29 @@ impl Coins<'_> {
     /// [`Coins::two`] would give, in the same order.
     #[inline]
     fn fill(&mut self, out: &mut [u8]) {
-        for c in out {
-            if self.left == 0 {
-                self.bits = self.prg.block().0;
-                self.left = 64;
+        // What is left of the current block, then whole blocks of 64 gates
+        // (no test per gate), then the start of a new block.
+        let first = out.len().min(self.left as usize);
+        let (head, rest) = out.split_at_mut(first);
+        self.take(head);
+        let (blocks, tail) = rest.as_chunks_mut::<64>();
+        for b in blocks {
+            let bits = self.prg.block().0;
+            for (j, c) in b.iter_mut().enumerate() {
+                *c = ((bits >> (2 * j)) & 3) as u8;
             }
+        }
+        if !tail.is_empty() {
+            self.bits = self.prg.block().0;
+            self.left = 64;
+            self.take(tail);
+        }
+    }
+
+    /// `out.len() <= self.left` gates' coins from the current block.
+    #[inline]
+    fn take(&mut self, out: &mut [u8]) {
+        for c in out {
             *c = (self.bits & 3) as u8;
             self.bits >>= 2;
             self.left -= 1;
