@@ -55,11 +55,33 @@ fn store_gate<const G: usize>(t: &mut [[u8; TB]; G], i: usize, s: __m256i, z: u8
     t[i][24] = z;
 }
 
+/// The lsbs of the four qwords of `v` (bit `i` = lsb of qword `i`).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn lsbs_avx2(v: __m256i) -> i32 {
+    _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(v)))
+}
+
+/// [`lsbs_avx2`] in one AVX-512VL test.
+#[target_feature(enable = "avx2,avx512f,avx512vl")]
+#[inline]
+fn lsbs_avx512(v: __m256i) -> i32 {
+    i32::from(_mm256_test_epi64_mask(v, _mm256_set1_epi64x(1)))
+}
+
 /// The kernels of both hashes for one instruction set (as `fused_kernels!`):
 /// `$group_fk` fixed-key gates in flight, `$group_mi` MITCCRH gates with
-/// `$keys_mi` key registers (`G + ceil(G / 2)`).
+/// `$keys_mi` key registers (`G + ceil(G / 2)`); `$lsbs` extracts the lsbs
+/// of four qwords.
 macro_rules! threehalves_kernels {
-    ($name:ident, $features:literal, $group_fk:literal, $group_mi:literal, $keys_mi:literal) => {
+    (
+        $name:ident,
+        $features:literal,
+        $lsbs:ident,
+        $group_fk:literal,
+        $group_mi:literal,
+        $keys_mi:literal
+    ) => {
         pub(in crate::hash) mod $name {
             use super::*;
 
@@ -126,8 +148,7 @@ macro_rules! threehalves_kernels {
                 let p = _mm256_permute4x64_epi64::<0b11_01_10_00>(t01); // [G0h, G1h, z2*, z3*]
                 let sh = _mm256_blend_epi32::<0b1111_0000>(p, tx); // [G0h, G1h, G2h, z4*]
                 let zq = _mm256_permute2x128_si256::<0x31>(ch, p); // [z0*, z1*, z2*, z3*]
-                let m4 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(zq)));
-                let m5 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(sh)));
+                let (m4, m5) = ($lsbs(zq), $lsbs(sh));
                 let e = &f.e[g.idx & 15];
                 let z = ((m4 | ((m5 & 8) << 1)) as u8) ^ e.z as u8;
                 let mut s = _mm256_xor_si256(sh, ld4(&e.rs));
@@ -420,5 +441,12 @@ macro_rules! threehalves_kernels {
     };
 }
 
-threehalves_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", 4, 4, 6);
-threehalves_kernels!(avx512, "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl", 4, 4, 6);
+threehalves_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", lsbs_avx2, 4, 4, 6);
+threehalves_kernels!(
+    avx512,
+    "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl",
+    lsbs_avx512,
+    4,
+    4,
+    6
+);
