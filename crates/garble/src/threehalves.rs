@@ -1030,16 +1030,16 @@ mod tests {
                 let [ha0, ha1, hb0, hb1, hx0, hx1] = hs;
                 let mut s = [lo(ha0) ^ lo(ha1), lo(hb0) ^ lo(hb1), lo(hx0) ^ lo(hx1)];
                 let mut c = [lo(ha0) ^ lo(hx0), lo(hb0) ^ lo(hx0)];
-                for j in 0..3 {
-                    s[j] ^= e.rs[j];
-                    for k in 0..4 {
-                        s[j] ^= q[k] & e.ms[k][j];
+                for (j, sj) in s.iter_mut().enumerate() {
+                    *sj ^= e.rs[j];
+                    for (qk, m) in q.iter().zip(&e.ms) {
+                        *sj ^= qk & m[j];
                     }
                 }
-                for j in 0..2 {
-                    c[j] ^= e.rc[j];
-                    for k in 0..4 {
-                        c[j] ^= q[k] & e.mc[k][j];
+                for (j, cj) in c.iter_mut().enumerate() {
+                    *cj ^= e.rc[j];
+                    for (qk, m) in q.iter().zip(&e.mc) {
+                        *cj ^= qk & m[j];
                     }
                 }
                 assert_eq!(e.rs[3] | e.ms.iter().fold(0, |a, m| a | m[3]), 0);
