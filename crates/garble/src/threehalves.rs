@@ -317,6 +317,48 @@ impl FusedLin {
     }
 }
 
+/// The evaluator's masks of the fused evaluation kernels for one index
+/// `i | j << 1 | r1 << 2 | r2 << 3` (its colours and the `r_ij` it decoded):
+/// the output label is the hash terms plus `(G0, G1) & g01 ^ (G2, G2) & g2 ^
+/// XOR_k (q_k & mc[k])`, `q_k` being `Wa_L, Wa_R, Wb_L, Wb_R`.
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+pub(crate) struct EvalEntry {
+    /// The masks of `q_k` over `(C_L, C_R)`: [`EVAL_R`].
+    pub(crate) mc: [[u64; 2]; 4],
+    /// `(i, j)` as all-ones masks: `G0` enters `C_L` in rows `i = 1`, `G1`
+    /// enters `C_R` in rows `j = 1`.
+    pub(crate) g01: [u64; 2],
+    /// `i ^ j` twice: `G2` enters both halves.
+    pub(crate) g2: [u64; 2],
+}
+
+/// [`EvalEntry`] of every index.
+pub(crate) static FUSED_EVAL: [EvalEntry; 16] = {
+    const fn all(b: usize) -> u64 {
+        0u64.wrapping_sub((b & 1) as u64)
+    }
+    let mut t = [EvalEntry {
+        mc: [[0; 2]; 4],
+        g01: [0; 2],
+        g2: [0; 2],
+    }; 16];
+    let mut x = 0;
+    while x < 16 {
+        let m = EVAL_R[x];
+        let mut k = 0;
+        while k < 4 {
+            t[x].mc[k] = [all((m[0] >> k) as usize), all((m[1] >> k) as usize)];
+            k += 1;
+        }
+        let (i, j) = (x & 1, (x >> 1) & 1);
+        t[x].g01 = [all(i), all(j)];
+        t[x].g2 = [all(i ^ j), all(i ^ j)];
+        x += 1;
+    }
+    t
+};
+
 /// All ones if bit `k` of `m` is set, else zero.
 #[inline(always)]
 fn mask(m: u8, k: u32) -> u64 {
@@ -632,11 +674,35 @@ pub fn evaluate<E>(
     let mut tw = [Block::ZERO; 3 * BATCH];
     let mut ws = [(Block::ZERO, Block::ZERO); BATCH];
     let mut outs = [0u32; BATCH];
+    let fused = hasher.fused();
     for seg in &prog.segments {
         match *seg {
             Segment::Ands(n) => {
                 let run = &ands[ai..ai + n as usize];
                 ai += n as usize;
+                let fits = gate_counter
+                    .checked_add(u64::from(n))
+                    .is_some_and(|end| end < u64::MAX / 3);
+                if fused && fits {
+                    // The whole run in the fused kernel, one piece per
+                    // buffer's worth of tables.
+                    let mut rest = run;
+                    while !rest.is_empty() {
+                        if pos + TABLE_BYTES > avail {
+                            refill(&mut buf, &mut pos, &mut avail, &mut remaining, source)?;
+                        }
+                        let k = rest.len().min((avail - pos) / TABLE_BYTES);
+                        // `remaining` counts the program's tables: never 0 here.
+                        assert!(k > 0, "fewer tables than AND gates");
+                        let (now, later) = rest.split_at(k);
+                        let tables = &buf[pos..pos + k * TABLE_BYTES];
+                        hasher.eval_run_3h(l.l, now, *gate_counter, tables);
+                        pos += k * TABLE_BYTES;
+                        *gate_counter += k as u64;
+                        rest = later;
+                    }
+                    continue;
+                }
                 for chunk in run.chunks(BATCH) {
                     let k = chunk.len();
                     if pos + k * TABLE_BYTES > avail {
@@ -1082,9 +1148,10 @@ mod tests {
 
     /// The fused kernels (their AVX-512VL and AVX2 instances, where the CPU
     /// has them) garble exactly the tables and labels of the generic code
-    /// (the portable hash, and AES-NI without VAES), with both hashes, on the
+    /// (the portable hash, and AES-NI without VAES), and evaluate them to the
+    /// same labels, with both hashes, on the
     /// library circuits and on random circuits, whatever pieces the sink
-    /// takes the tables in, and with a counter that crosses the limit below
+    /// takes the tables in (or the evaluator reads them in), and with a counter that crosses the limit below
     /// which the kernels count tweaks in 64 bits (the runs past it go to the
     /// generic code). On a CPU without VAES there is nothing to compare: the
     /// test says so.
@@ -1115,6 +1182,38 @@ mod tests {
                 prg.fill(&mut g0);
                 for start in [7, u64::MAX / 3 - p.and_gates() / 2] {
                     let want = garble_in_pieces(&p, generic[0], delta, &g0, start, 1 << 20);
+                    // The evaluator: active labels of random truth values, the
+                    // tables read in pieces of 1, 77 and 64 KiB bytes.
+                    let mut e = g0.clone();
+                    for x in e.iter_mut() {
+                        if prg.block().lsb() {
+                            *x ^= delta;
+                        }
+                    }
+                    let mut ends = Vec::new();
+                    for h in generic.iter().chain(&fused) {
+                        for most in [1usize, 77, CHUNK_BYTES] {
+                            let (mut l, mut ctr, mut off) = (e.clone(), start, 0usize);
+                            let _: Result<(), ()> = evaluate(&p, h, &mut l, &mut ctr, &mut |buf| {
+                                for piece in buf.chunks_mut(most) {
+                                    piece.copy_from_slice(&want.0[off..off + piece.len()]);
+                                    off += piece.len();
+                                }
+                                Ok(())
+                            });
+                            assert_eq!((off, ctr), (want.0.len(), start + p.and_gates()));
+                            ends.push((l, h.fused(), most));
+                        }
+                    }
+                    for (l, f, most) in &ends {
+                        assert!(
+                            *l == ends[0].0,
+                            "{kind} evaluator fused={f} reads of {most}"
+                        );
+                    }
+                    // Each evaluator label is the garbler's zero label, or it XOR R.
+                    let (gl, el) = (&want.1, &ends[0].0);
+                    assert!(gl.iter().zip(el).all(|(g, e)| *g == *e || *g ^ delta == *e));
                     for h in generic.iter().chain(&fused) {
                         for room in [TABLE_BYTES * BATCH, 1000, 1 << 20] {
                             let got = garble_in_pieces(&p, h, delta, &g0, start, room);

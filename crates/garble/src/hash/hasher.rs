@@ -346,6 +346,38 @@ impl Hasher {
         let _ = (rk, f, delta, labels, run, coins, gate, tables);
     }
 
+    /// Three-halves evaluation of a run (see [`Hasher::garble_run_3h`]) in the
+    /// fused kernels: active labels in `labels`, gate `i`'s table at
+    /// `tables[25 i..25 i + 25]`. `3 (gate + run.len())` must fit in 64 bits.
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], if `labels.len()` is not a power of two, or
+    /// if `tables.len() != 25 * run.len()`.
+    #[inline]
+    pub(crate) fn eval_run_3h(
+        &self,
+        labels: &mut [Block],
+        run: &[[u32; 3]],
+        gate: u64,
+        tables: &[u8],
+    ) {
+        let rk = self.aes.vaes_keys().expect("no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `garble_ands`.
+        unsafe {
+            use ni::threehalves::{avx2, avx512};
+            match self.seed {
+                None if self.avx512 => avx512::eval_run(rk, labels, run, gate, tables),
+                None => avx2::eval_run(rk, labels, run, gate, tables),
+                Some(s) if self.avx512 => avx512::eval_run_mi(s, labels, run, gate, tables),
+                Some(s) => avx2::eval_run_mi(s, labels, run, gate, tables),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (rk, labels, run, gate, tables);
+    }
+
     /// `H(x, tweak)` for one block.
     pub fn hash_one(&self, x: Block, tweak: Block) -> Block {
         let mut v = [x];

@@ -15,7 +15,7 @@
 //! ([`FusedLin`]), so nothing depends on a branch.
 
 use super::*;
-use crate::threehalves::FusedLin;
+use crate::threehalves::{EvalEntry, FUSED_EVAL, FusedLin};
 
 /// Bytes of table per gate ([`crate::threehalves::TABLE_BYTES`]).
 const TB: usize = 25;
@@ -71,8 +71,9 @@ fn lsbs_avx512(v: __m256i) -> i32 {
 
 /// The kernels of both hashes for one instruction set (as `fused_kernels!`):
 /// `$group_fk` fixed-key gates in flight, `$group_mi` MITCCRH gates with
-/// `$keys_mi` key registers (`G + ceil(G / 2)`); `$lsbs` extracts the lsbs
-/// of four qwords.
+/// `$keys_mi` key registers (`G + ceil(G / 2)`); `$egroup` gates in flight
+/// when evaluating (with `$ekeys_mi` key registers under MITCCRH); `$lsbs`
+/// extracts the lsbs of four qwords.
 macro_rules! threehalves_kernels {
     (
         $name:ident,
@@ -80,7 +81,9 @@ macro_rules! threehalves_kernels {
         $lsbs:ident,
         $group_fk:literal,
         $group_mi:literal,
-        $keys_mi:literal
+        $keys_mi:literal,
+        $egroup:literal,
+        $ekeys_mi:literal
     ) => {
         pub(in crate::hash) mod $name {
             use super::*;
@@ -437,16 +440,260 @@ macro_rules! threehalves_kernels {
                 group_of!(1, 2);
                 debug_assert_eq!(at, g_rest.len());
             }
+
+            // Evaluation: per gate the register `(Wa | Wb)` under the tweaks
+            // `(3g | 3g + 1)`, and per two gates `(Wa ^ Wb | Wa' ^ Wb')` under
+            // `(3g + 2 | 3g' + 2)`.
+
+            /// One evaluated gate's output label from its active labels, its hashes
+            /// `h = (hA | hB)`, its pair's `hp = (hX | hX')` (`lane` 0: this gate's is
+            /// the low lane), and its table.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_finish(
+                wa: &Block,
+                wb: &Block,
+                h: __m256i,
+                hp: __m256i,
+                lane: usize,
+                t: &[u8; TB],
+            ) -> __m128i {
+                let (i, j) = ((wa.0 & 1) as u32, (wb.0 & 1) as u32);
+                let ij = i ^ j;
+                let mh = $lsbs(h) as u32;
+                let hxb = ($lsbs(hp) as u32 >> (1 + 2 * lane)) & 1;
+                let z = u32::from(t[24]);
+                let r1 = (z ^ ((z >> 2) & i) ^ ((z >> 4) & ij) ^ (mh >> 1) ^ hxb) & 1;
+                let r2 = ((z >> 1) ^ ((z >> 3) & j) ^ ((z >> 4) & ij) ^ (mh >> 3) ^ hxb) & 1;
+                let e: &EvalEntry =
+                    &FUSED_EVAL[(i | (j << 1) | (r1 << 2) | (r2 << 3)) as usize & 15];
+                // [lo hA, lo hB] ^ [lo hX, lo hX].
+                let hab = _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b11_01_10_00>(h));
+                let hx = if lane == 0 {
+                    _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b00_00_00_00>(hp))
+                } else {
+                    _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b10_10_10_10>(hp))
+                };
+                let g01 = load_bytes(&t[..16]);
+                let mut g2 = [0u8; 8];
+                g2.copy_from_slice(&t[16..24]);
+                let g2 = _mm_set1_epi64x(i64::from_le_bytes(g2));
+                let mut c = _mm_xor_si128(_mm_xor_si128(hab, hx), _mm_and_si128(g01, ld2(&e.g01)));
+                c = _mm_xor_si128(c, _mm_and_si128(g2, ld2(&e.g2)));
+                let q = [
+                    wa.0 as u64,
+                    (wa.0 >> 64) as u64,
+                    wb.0 as u64,
+                    (wb.0 >> 64) as u64,
+                ];
+                for k in 0..4 {
+                    c = _mm_xor_si128(
+                        c,
+                        _mm_and_si128(_mm_set1_epi64x(q[k] as i64), ld2(&e.mc[k])),
+                    );
+                }
+                c
+            }
+
+            /// The data registers of `G` gates' evaluation: `(Wa | Wb)` of gate `i`
+            /// at `i`, the pairs' `(Wa ^ Wb | Wa' ^ Wb')` at `G + i / 2`.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_data<const G: usize, const K: usize>(
+                labels: &[Block],
+                mask: usize,
+                run: &[[u32; 3]; G],
+            ) -> [__m256i; K] {
+                const { assert!(K == G + G.div_ceil(2)) };
+                let w: [__m256i; G] = core::array::from_fn(|i| {
+                    let a = load(&labels[run[i][0] as usize & mask]);
+                    let b = load(&labels[run[i][1] as usize & mask]);
+                    _mm256_set_m128i(b, a)
+                });
+                let mut x = [_mm256_setzero_si256(); K];
+                x[..G].copy_from_slice(&w);
+                for i in (0..G).step_by(2) {
+                    let j = (i + 1).min(G - 1);
+                    // (Wa | Wb) ^ (Wb | Wa) has Wa ^ Wb in both lanes.
+                    let xi = _mm256_xor_si256(w[i], _mm256_permute2x128_si256::<0x01>(w[i], w[i]));
+                    let xj = _mm256_xor_si256(w[j], _mm256_permute2x128_si256::<0x01>(w[j], w[j]));
+                    x[G + i / 2] = _mm256_blend_epi32::<0b1111_0000>(xi, xj);
+                }
+                x
+            }
+
+            /// Finishes `G` evaluated gates from their hashes (as [`eval_data`]).
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_out<const G: usize, const K: usize>(
+                h: &[__m256i; K],
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; G],
+                tables: &[[u8; TB]; G],
+            ) {
+                for i in 0..G {
+                    let wa = &labels[run[i][0] as usize & mask];
+                    let wb = &labels[run[i][1] as usize & mask];
+                    let c = eval_finish(wa, wb, h[i], h[G + i / 2], i % 2, &tables[i]);
+                    scatter(labels, mask, run[i][2], c);
+                }
+            }
+
+            /// `G` fixed-key gates of an evaluation run; `tw` as in [`hash_fk`].
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_group_fk<const G: usize, const K: usize>(
+                k: &[__m256i; 11],
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; G],
+                tables: &[[u8; TB]; G],
+                tw: &mut __m256i,
+            ) {
+                let three = _mm256_set_epi64x(0, 3, 0, 3);
+                let x: [__m256i; K] = eval_data(labels, mask, run);
+                let mut pre = [_mm256_setzero_si256(); K];
+                for i in 0..G {
+                    pre[i] = pre256(x[i], *tw);
+                    if i % 2 == 0 {
+                        // (3g + 2 | 3g' + 2) from (3g | 3g + 1).
+                        let d = if i + 1 < G { 4 } else { 1 };
+                        let t = _mm256_add_epi64(*tw, _mm256_set_epi64x(0, d, 0, 2));
+                        pre[G + i / 2] = pre256(x[G + i / 2], t);
+                    }
+                    *tw = _mm256_add_epi64(*tw, three);
+                }
+                let h = mmo_n(k, &pre);
+                eval_out(&h, labels, mask, run, tables);
+            }
+
+            /// `G` MITCCRH gates of an evaluation run; `ctr` as in [`hash_mi`].
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn eval_group_mi<const G: usize, const K: usize>(
+                seed2: __m256i,
+                labels: &mut [Block],
+                mask: usize,
+                run: &[[u32; 3]; G],
+                tables: &[[u8; TB]; G],
+                ctr: &mut __m256i,
+            ) {
+                let three = _mm256_set_epi64x(3, 0, 3, 0);
+                let x: [__m256i; K] = eval_data(labels, mask, run);
+                let mut keys = [_mm256_setzero_si256(); K];
+                let mut c = *ctr;
+                for i in 0..G {
+                    keys[i] = _mm256_xor_si256(seed2, c);
+                    if i % 2 == 0 {
+                        let d = if i + 1 < G { 4 } else { 1 };
+                        let cx = _mm256_add_epi64(c, _mm256_set_epi64x(d, 0, 2, 0));
+                        keys[G + i / 2] = _mm256_xor_si256(seed2, cx);
+                    }
+                    c = _mm256_add_epi64(c, three);
+                }
+                *ctr = c;
+                let xs: [[__m256i; 1]; K] = core::array::from_fn(|i| [x[i]]);
+                let h2 = mmo_rekeyed_mixed(keys, &xs);
+                let h: [__m256i; K] = core::array::from_fn(|i| h2[i][0]);
+                eval_out(&h, labels, mask, run, tables);
+            }
+
+            /// See `Hasher::eval_run_3h`, fixed-key hash with round keys `rk`.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_run(
+                rk: &[[u8; 16]; 11],
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &[u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == TB * run.len());
+                let mask = labels.len() - 1;
+                let k = keys256(rk);
+                let t = (3 * gate) as i64;
+                let mut tw = _mm256_set_epi64x(0, t + 1, 0, t);
+                let (tabs, _) = tables.as_chunks::<TB>();
+                let (gs, g_rest) = run.as_chunks::<$egroup>();
+                let (ts, t_rest) = tabs.as_chunks::<$egroup>();
+                for (g, t) in gs.iter().zip(ts) {
+                    eval_group_fk::<$egroup, $ekeys_mi>(&k, labels, mask, g, t, &mut tw);
+                }
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal, $km:literal) => {
+                        if g_rest.len() - at >= $m {
+                            eval_group_fk::<$m, $km>(
+                                &k,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&t_rest[at..at + $m]).try_into().expect("length checked"),
+                                &mut tw,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4, 6);
+                group_of!(2, 3);
+                group_of!(1, 2);
+                debug_assert_eq!(at, g_rest.len());
+            }
+
+            /// See `Hasher::eval_run_3h`, MITCCRH with session seed `seed`.
+            #[target_feature(enable = $features)]
+            pub(in crate::hash) fn eval_run_mi(
+                seed: Block,
+                labels: &mut [Block],
+                run: &[[u32; 3]],
+                gate: u64,
+                tables: &[u8],
+            ) {
+                assert!(labels.len().is_power_of_two() && tables.len() == TB * run.len());
+                let mask = labels.len() - 1;
+                let seed2 = _mm256_broadcastsi128_si256(load(&seed));
+                let t = (3 * gate) as i64;
+                let mut ctr = _mm256_set_epi64x(t + 1, 0, t, 0);
+                let (tabs, _) = tables.as_chunks::<TB>();
+                let (gs, g_rest) = run.as_chunks::<$egroup>();
+                let (ts, t_rest) = tabs.as_chunks::<$egroup>();
+                for (g, t) in gs.iter().zip(ts) {
+                    eval_group_mi::<$egroup, $ekeys_mi>(seed2, labels, mask, g, t, &mut ctr);
+                }
+                let mut at = 0;
+                macro_rules! group_of {
+                    ($m:literal, $km:literal) => {
+                        if g_rest.len() - at >= $m {
+                            eval_group_mi::<$m, $km>(
+                                seed2,
+                                labels,
+                                mask,
+                                g_rest[at..at + $m].try_into().expect("length checked"),
+                                (&t_rest[at..at + $m]).try_into().expect("length checked"),
+                                &mut ctr,
+                            );
+                            at += $m;
+                        }
+                    };
+                }
+                group_of!(4, 6);
+                group_of!(2, 3);
+                group_of!(1, 2);
+                debug_assert_eq!(at, g_rest.len());
+            }
         }
     };
 }
 
-threehalves_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", lsbs_avx2, 4, 4, 6);
+threehalves_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", lsbs_avx2, 4, 4, 6, 4, 6);
 threehalves_kernels!(
     avx512,
     "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl",
     lsbs_avx512,
     4,
     4,
-    6
+    6,
+    8,
+    12
 );
