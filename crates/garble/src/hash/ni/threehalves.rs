@@ -71,9 +71,10 @@ fn lsbs_avx512(v: __m256i) -> i32 {
 
 /// The kernels of both hashes for one instruction set (as `fused_kernels!`):
 /// `$group_fk` fixed-key gates in flight, `$group_mi` MITCCRH gates with
-/// `$keys_mi` key registers (`G + ceil(G / 2)`); `$egroup` gates in flight
-/// when evaluating (with `$ekeys_mi` key registers under MITCCRH); `$lsbs`
-/// extracts the lsbs of four qwords.
+/// `$keys_mi` key registers (`G + ceil(G / 2)`); `$egroup_fk` and
+/// `$egroup_mi` gates in flight when evaluating (with `$ekeys_fk` and
+/// `$ekeys_mi` registers, `G + ceil(G / 2)`); `$lsbs` extracts the lsbs of
+/// four qwords.
 macro_rules! threehalves_kernels {
     (
         $name:ident,
@@ -82,7 +83,9 @@ macro_rules! threehalves_kernels {
         $group_fk:literal,
         $group_mi:literal,
         $keys_mi:literal,
-        $egroup:literal,
+        $egroup_fk:literal,
+        $ekeys_fk:literal,
+        $egroup_mi:literal,
         $ekeys_mi:literal
     ) => {
         pub(in crate::hash) mod $name {
@@ -614,10 +617,10 @@ macro_rules! threehalves_kernels {
                 let t = (3 * gate) as i64;
                 let mut tw = _mm256_set_epi64x(0, t + 1, 0, t);
                 let (tabs, _) = tables.as_chunks::<TB>();
-                let (gs, g_rest) = run.as_chunks::<$egroup>();
-                let (ts, t_rest) = tabs.as_chunks::<$egroup>();
+                let (gs, g_rest) = run.as_chunks::<$egroup_fk>();
+                let (ts, t_rest) = tabs.as_chunks::<$egroup_fk>();
                 for (g, t) in gs.iter().zip(ts) {
-                    eval_group_fk::<$egroup, $ekeys_mi>(&k, labels, mask, g, t, &mut tw);
+                    eval_group_fk::<$egroup_fk, $ekeys_fk>(&k, labels, mask, g, t, &mut tw);
                 }
                 let mut at = 0;
                 macro_rules! group_of {
@@ -656,10 +659,10 @@ macro_rules! threehalves_kernels {
                 let t = (3 * gate) as i64;
                 let mut ctr = _mm256_set_epi64x(t + 1, 0, t, 0);
                 let (tabs, _) = tables.as_chunks::<TB>();
-                let (gs, g_rest) = run.as_chunks::<$egroup>();
-                let (ts, t_rest) = tabs.as_chunks::<$egroup>();
+                let (gs, g_rest) = run.as_chunks::<$egroup_mi>();
+                let (ts, t_rest) = tabs.as_chunks::<$egroup_mi>();
                 for (g, t) in gs.iter().zip(ts) {
-                    eval_group_mi::<$egroup, $ekeys_mi>(seed2, labels, mask, g, t, &mut ctr);
+                    eval_group_mi::<$egroup_mi, $ekeys_mi>(seed2, labels, mask, g, t, &mut ctr);
                 }
                 let mut at = 0;
                 macro_rules! group_of {
@@ -686,12 +689,25 @@ macro_rules! threehalves_kernels {
     };
 }
 
-threehalves_kernels!(avx2, "aes,sse2,ssse3,avx2,vaes", lsbs_avx2, 4, 4, 6, 4, 6);
+threehalves_kernels!(
+    avx2,
+    "aes,sse2,ssse3,avx2,vaes",
+    lsbs_avx2,
+    4,
+    4,
+    6,
+    4,
+    6,
+    4,
+    6
+);
 threehalves_kernels!(
     avx512,
     "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl",
     lsbs_avx512,
     4,
+    4,
+    6,
     4,
     6,
     8,
