@@ -98,32 +98,41 @@
 //!
 //! # Kernels
 //!
-//! Where the CPU has VAES (`Hasher::fused`), the garbler runs each AND run
-//! in fused kernels (`Hasher::garble_run_3h`, in `hash/ni/threehalves.rs`,
-//! compiled for AVX2 and for AVX-512VL, both hashes), four gates at a time in
-//! vector registers: per gate the 256-bit registers `(A | B)` and
-//! `(A ^ R | B ^ R)` under the tweaks `(3g | 3g + 1)` and `(A ^ B | A ^ B ^ R)`
-//! under `3g + 2` (under MITCCRH the `A ^ B` registers of two gates are
-//! paired, so that each key register holds two distinct keys; four gates' twelve keys are expanded as
-//! four word-sliced registers and two plain ones), a few shuffles for the
-//! hash terms, and the linear terms without a branch or a per-half table
-//! lookup: the masks and the terms in `R` of [`GARBLE_LIN`], re-expressed over
-//! the zero labels `A0`, `B0` as they are in the label array, are looked up
-//! once per gate by its colours and coins (`FusedLin`, 256 bytes per index,
-//! built per garbling from `R`), and the label halves are broadcast from
-//! memory and masked, all five outputs in two registers. The coins are drawn
-//! 64 gates a PRG block into a buffer first, the same coins in the same order
-//! as `Coins::two`. The tables and labels are byte for byte those of the
-//! generic code (tested on random and library circuits with both instances
-//! and both hashes, in any pieces); the kernels count tweaks in 64 bits, so a
-//! run whose tweaks would pass `2^64` goes to the generic code.
+//! Where the CPU has VAES (`Hasher::fused`), both parties run each AND run
+//! in fused kernels (`Hasher::garble_run_3h`, `Hasher::eval_run_3h`, in
+//! `hash/ni/threehalves.rs`, compiled for AVX2 and for AVX-512VL, both
+//! hashes), a group of gates at a time in vector registers.
 //!
-//! The generic code (without VAES, and the evaluator everywhere) hashes in
-//! batches of [`BATCH`] gates: the garbler 48 blocks under 24 tweaks
-//! ([`Hasher::hash_pairs`]: under MITCCRH with AES-NI one key schedule per
-//! pair), the evaluator 24 blocks under 24 tweaks ([`Hasher::hash`]), then
-//! computes the linear terms in scalar code. There is no fused evaluation
-//! kernel for this scheme.
+//! The garbler, four gates a group: per gate the 256-bit registers `(A | B)`
+//! and `(A ^ R | B ^ R)` under the tweaks `(3g | 3g + 1)` and
+//! `(A ^ B | A ^ B ^ R)` under `3g + 2` (under MITCCRH the `A ^ B` registers
+//! of two gates are paired, so that each key register holds two distinct
+//! keys; four gates' twelve keys are expanded as four word-sliced registers
+//! and two plain ones), a few shuffles for the hash terms, and the linear
+//! terms without a branch or a per-half table lookup: the masks and the terms
+//! in `R` of [`GARBLE_LIN`], re-expressed over the zero labels `A0`, `B0` as
+//! they are in the label array, are looked up once per gate by its colours
+//! and coins (`FusedLin`, 256 bytes per index, built per garbling from `R`),
+//! and the label halves are broadcast from memory and masked, all five
+//! outputs in two registers. The coins are drawn 64 gates a PRG block into a
+//! buffer first, the same coins in the same order as `Coins::two`.
+//!
+//! The evaluator, four (fixed-key) or eight (MITCCRH, AVX-512VL) gates a
+//! group: per gate `(Wa | Wb)` under `(3g | 3g + 1)`, per two gates
+//! `(Wa ^ Wb | Wa' ^ Wb')` under `(3g + 2 | 3g' + 2)`; the bits `r_ij` are
+//! decoded in scalar code from the control byte and three hash bits, and
+//! select the masks of `EVAL_R` and of `G0, G1, G2` in a 16-entry table
+//! (`FUSED_EVAL`).
+//!
+//! The tables and labels are byte for byte those of the generic code (tested
+//! on random and library circuits with both instances and both hashes, in
+//! any pieces); the kernels count tweaks in 64 bits, so a run whose tweaks
+//! would pass `2^64` goes to the generic code.
+//!
+//! The generic code (without VAES) hashes in batches of [`BATCH`] gates: the
+//! garbler 48 blocks under 24 tweaks ([`Hasher::hash_pairs`]: under MITCCRH
+//! with AES-NI one key schedule per pair), the evaluator 24 blocks under 24
+//! tweaks ([`Hasher::hash`]), then computes the linear terms in scalar code.
 
 use crate::gc::{BATCH, CHUNK_BYTES, Chunks, Slots, TableSink, TableSource, refill};
 use crate::hash::{Block, Hasher, Prg};
