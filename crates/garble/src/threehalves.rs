@@ -96,10 +96,43 @@
 //! zero; the evaluator ignores them (they enter no computation, so a peer that
 //! sets them changes nothing).
 //!
-//! Both parties hash in batches of [`BATCH`] gates: the garbler 48 blocks
-//! under 24 tweaks ([`Hasher::hash_pairs`]: under MITCCRH with AES-NI one key
-//! schedule per pair), the evaluator 24 blocks under 24 tweaks
-//! ([`Hasher::hash`]). There is no fused VAES kernel for this scheme.
+//! # Kernels
+//!
+//! Where the CPU has VAES (`Hasher::fused`), both parties run each AND run
+//! in fused kernels (`Hasher::garble_run_3h`, `Hasher::eval_run_3h`, in
+//! `hash/ni/threehalves.rs`, compiled for AVX2 and for AVX-512VL, both
+//! hashes), a group of gates at a time in vector registers.
+//!
+//! The garbler, four gates a group: per gate the 256-bit registers `(A | B)`
+//! and `(A ^ R | B ^ R)` under the tweaks `(3g | 3g + 1)` and
+//! `(A ^ B | A ^ B ^ R)` under `3g + 2` (under MITCCRH the `A ^ B` registers
+//! of two gates are paired, so that each key register holds two distinct
+//! keys; four gates' twelve keys are expanded as four word-sliced registers
+//! and two plain ones), a few shuffles for the hash terms, and the linear
+//! terms without a branch or a per-half table lookup: the masks and the terms
+//! in `R` of [`GARBLE_LIN`], re-expressed over the zero labels `A0`, `B0` as
+//! they are in the label array, are looked up once per gate by its colours
+//! and coins (`FusedLin`, 256 bytes per index, built per garbling from `R`),
+//! and the label halves are broadcast from memory and masked, all five
+//! outputs in two registers. The coins are drawn 64 gates a PRG block into a
+//! buffer first, the same coins in the same order as `Coins::two`.
+//!
+//! The evaluator, four (fixed-key) or eight (MITCCRH, AVX-512VL) gates a
+//! group: per gate `(Wa | Wb)` under `(3g | 3g + 1)`, per two gates
+//! `(Wa ^ Wb | Wa' ^ Wb')` under `(3g + 2 | 3g' + 2)`; the bits `r_ij` are
+//! decoded in scalar code from the control byte and three hash bits, and
+//! select the masks of `EVAL_R` and of `G0, G1, G2` in a 16-entry table
+//! (`FUSED_EVAL`).
+//!
+//! The tables and labels are byte for byte those of the generic code (tested
+//! on random and library circuits with both instances and both hashes, in
+//! any pieces); the kernels count tweaks in 64 bits, so a run whose tweaks
+//! would pass `2^64` goes to the generic code.
+//!
+//! The generic code (without VAES) hashes in batches of [`BATCH`] gates: the
+//! garbler 48 blocks under 24 tweaks ([`Hasher::hash_pairs`]: under MITCCRH
+//! with AES-NI one key schedule per pair), the evaluator 24 blocks under 24
+//! tweaks ([`Hasher::hash`]), then computes the linear terms in scalar code.
 
 use crate::gc::{BATCH, CHUNK_BYTES, Chunks, Slots, TableSink, TableSource, refill};
 use crate::hash::{Block, Hasher, Prg};
@@ -108,6 +141,10 @@ use crate::program::{ONE_SLOT, Program, Segment, ZERO_SLOT};
 /// Bytes of garbled table per AND gate: three 8-byte halves and a byte of
 /// five control bits.
 pub const TABLE_BYTES: usize = 25;
+
+/// Gates per call of the fused garbling kernel (the coins of a call are
+/// drawn into a buffer first).
+const FUSED_PIECE: usize = 1024;
 
 /// A 2x4 matrix over the halves `(A_iL, A_iR, B_jL, B_jR)`: one 4-bit mask
 /// per output half (bit `k` = column `k`).
@@ -203,6 +240,134 @@ pub(crate) const GARBLE_LIN: [[u8; 5]; 16] = {
     t
 };
 
+/// The tables of the fused garbling kernels (`Hasher::garble_run_3h`) for one
+/// offset `R`: [`GARBLE_LIN`] re-expressed over the gate's zero labels `A0`,
+/// `B0` (as they sit in the label array) instead of the colour-0 labels `A`,
+/// `B`, so that a kernel needs no select on the colours. Indexed by
+/// `pa | pb << 1 | r1 << 2 | r2 << 3`, where `pa = lsb(A0)`, `pb = lsb(B0)`
+/// (so `alpha = 1 ^ pa`, `beta = 1 ^ pb`) and `(r1, r2)` are the gate's coins.
+///
+/// A kernel computes the table `S = (G0, G1, G2, -)` and the output's zero
+/// label `C = (C_L, C_R)` as the hash terms of the module documentation plus
+/// `rs ^ XOR_k (q_k & ms[k])` and `rc ^ XOR_k (q_k & mc[k])`, where `q_k` is
+/// `A0_L, A0_R, B0_L, B0_R` in every 64-bit lane, and the control byte as the
+/// hash bits XOR `z`.
+#[derive(Clone)]
+pub(crate) struct FusedLin {
+    /// The masks and constants of each index.
+    pub(crate) e: [LinEntry; 16],
+    /// `(pa R | pb R)`, indexed by `pa | pb << 1`: `(A0 | B0)` XOR this is
+    /// `(A | B)`.
+    pub(crate) ab: [[u64; 4]; 4],
+    /// `((pa ^ pb) R | (1 ^ pa ^ pb) R)`: `(A0 ^ B0)` in both lanes XOR this
+    /// is `(A ^ B | A ^ B ^ R)`.
+    pub(crate) x: [[u64; 4]; 4],
+}
+
+/// The masks and constants of one index of [`FusedLin`] (256 bytes, so that
+/// a kernel finds them with one shift of the index).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(256))]
+pub(crate) struct LinEntry {
+    /// The masks of `q_k` over `S` (the fourth lane zero).
+    pub(crate) ms: [[u64; 4]; 4],
+    /// The terms in `R` of `S`: those of [`GARBLE_LIN`] plus the colour
+    /// corrections `pa A-part(R) ^ pb B-part(R)` (as `A = A0 ^ pa R`).
+    pub(crate) rs: [u64; 4],
+    /// The masks of `q_k` over `C`.
+    pub(crate) mc: [[u64; 2]; 4],
+    /// The terms in `R` of `C`.
+    pub(crate) rc: [u64; 2],
+    /// The control bits' terms that are not hash bits: `r1`, `r2`, `alpha`,
+    /// `beta`, `alpha ^ beta` in bits 0..4.
+    pub(crate) z: u64,
+}
+
+impl FusedLin {
+    /// The tables for offset `delta`.
+    pub(crate) fn new(delta: Block) -> FusedLin {
+        let (rl, rr) = (lo(delta), hi(delta));
+        let mut f = FusedLin {
+            e: [LinEntry::default(); 16],
+            ab: [[0; 4]; 4],
+            x: [[0; 4]; 4],
+        };
+        for idx in 0..16u8 {
+            let (pa, pb) = (idx & 1, (idx >> 1) & 1);
+            let (r1, r2) = ((idx >> 2) & 1, (idx >> 3) & 1);
+            let (al, be) = (1 ^ pa, 1 ^ pb);
+            let m = GARBLE_LIN[usize::from(al | (be << 1) | (r1 << 2) | (r2 << 3))];
+            // The terms in R of one output: its own, and those that A = A0 ^ pa R
+            // and B = B0 ^ pb R bring.
+            let rterm = |mm: u8| {
+                let on_a = (mask(mm, 0) & rl) ^ (mask(mm, 1) & rr);
+                let on_b = (mask(mm, 2) & rl) ^ (mask(mm, 3) & rr);
+                (mask(mm, 4) & rl)
+                    ^ (mask(mm, 5) & rr)
+                    ^ (on_a & mask(pa, 0))
+                    ^ (on_b & mask(pb, 0))
+            };
+            let e = &mut f.e[usize::from(idx)];
+            for k in 0..4u32 {
+                e.ms[k as usize] = [mask(m[2], k), mask(m[3], k), mask(m[4], k), 0];
+                e.mc[k as usize] = [mask(m[0], k), mask(m[1], k)];
+            }
+            e.rs = [rterm(m[2]), rterm(m[3]), rterm(m[4]), 0];
+            e.rc = [rterm(m[0]), rterm(m[1])];
+            e.z = u64::from(r1 | (r2 << 1) | (al << 2) | (be << 3) | ((al ^ be) << 4));
+        }
+        for p in 0..4u8 {
+            let (pa, pb) = (p & 1, p >> 1);
+            let (ma, mb, mx) = (mask(pa, 0), mask(pb, 0), mask(pa ^ pb, 0));
+            f.ab[usize::from(p)] = [ma & rl, ma & rr, mb & rl, mb & rr];
+            f.x[usize::from(p)] = [mx & rl, mx & rr, !mx & rl, !mx & rr];
+        }
+        f
+    }
+}
+
+/// The evaluator's masks of the fused evaluation kernels for one index
+/// `i | j << 1 | r1 << 2 | r2 << 3` (its colours and the `r_ij` it decoded):
+/// the output label is the hash terms plus `(G0, G1) & g01 ^ (G2, G2) & g2 ^
+/// XOR_k (q_k & mc[k])`, `q_k` being `Wa_L, Wa_R, Wb_L, Wb_R`.
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+pub(crate) struct EvalEntry {
+    /// The masks of `q_k` over `(C_L, C_R)`: [`EVAL_R`].
+    pub(crate) mc: [[u64; 2]; 4],
+    /// `(i, j)` as all-ones masks: `G0` enters `C_L` in rows `i = 1`, `G1`
+    /// enters `C_R` in rows `j = 1`.
+    pub(crate) g01: [u64; 2],
+    /// `i ^ j` twice: `G2` enters both halves.
+    pub(crate) g2: [u64; 2],
+}
+
+/// [`EvalEntry`] of every index.
+pub(crate) static FUSED_EVAL: [EvalEntry; 16] = {
+    const fn all(b: usize) -> u64 {
+        0u64.wrapping_sub((b & 1) as u64)
+    }
+    let mut t = [EvalEntry {
+        mc: [[0; 2]; 4],
+        g01: [0; 2],
+        g2: [0; 2],
+    }; 16];
+    let mut x = 0;
+    while x < 16 {
+        let m = EVAL_R[x];
+        let mut k = 0;
+        while k < 4 {
+            t[x].mc[k] = [all((m[0] >> k) as usize), all((m[1] >> k) as usize)];
+            k += 1;
+        }
+        let (i, j) = (x & 1, (x >> 1) & 1);
+        t[x].g01 = [all(i), all(j)];
+        t[x].g2 = [all(i ^ j), all(i ^ j)];
+        x += 1;
+    }
+    t
+};
+
 /// All ones if bit `k` of `m` is set, else zero.
 #[inline(always)]
 fn mask(m: u8, k: u32) -> u64 {
@@ -256,6 +421,39 @@ struct Coins<'a> {
 }
 
 impl Coins<'_> {
+    /// `out[i] = r1 | r2 << 1` of the next `out.len()` gates: the coins
+    /// [`Coins::two`] would give, in the same order.
+    #[inline]
+    fn fill(&mut self, out: &mut [u8]) {
+        // What is left of the current block, then whole blocks of 64 gates
+        // (no test per gate), then the start of a new block.
+        let first = out.len().min(self.left as usize);
+        let (head, rest) = out.split_at_mut(first);
+        self.take(head);
+        let (blocks, tail) = rest.as_chunks_mut::<64>();
+        for b in blocks {
+            let bits = self.prg.block().0;
+            for (j, c) in b.iter_mut().enumerate() {
+                *c = ((bits >> (2 * j)) & 3) as u8;
+            }
+        }
+        if !tail.is_empty() {
+            self.bits = self.prg.block().0;
+            self.left = 64;
+            self.take(tail);
+        }
+    }
+
+    /// `out.len() <= self.left` gates' coins from the current block.
+    #[inline]
+    fn take(&mut self, out: &mut [u8]) {
+        for c in out {
+            *c = (self.bits & 3) as u8;
+            self.bits >>= 2;
+            self.left -= 1;
+        }
+    }
+
     #[inline(always)]
     fn two(&mut self) -> (u8, u8) {
         if self.left == 0 {
@@ -376,6 +574,8 @@ pub fn garble_to<S: TableSink + ?Sized>(
         left: 0,
     };
     let d = subsets(delta);
+    let flin = hasher.fused().then(|| FusedLin::new(delta));
+    let mut cbuf = [0u8; FUSED_PIECE];
     let mut h = [Block::ZERO; 6 * BATCH];
     let mut tw = [Block::ZERO; 3 * BATCH];
     let mut ab = [(Block::ZERO, Block::ZERO, 0u8, 0u8); BATCH];
@@ -385,6 +585,27 @@ pub fn garble_to<S: TableSink + ?Sized>(
             Segment::Ands(n) => {
                 let run = &ands[ai..ai + n as usize];
                 ai += n as usize;
+                // The fused kernels count tweaks in 64 bits.
+                let fits = gate_counter
+                    .checked_add(u64::from(n))
+                    .is_some_and(|end| end < u64::MAX / 3);
+                if let Some(f) = flin.as_ref().filter(|_| fits) {
+                    // The whole run in the fused kernel, one piece per stretch
+                    // of room in the sink (and of the coin buffer).
+                    let mut rest = run;
+                    while !rest.is_empty() {
+                        let k = rest.len().min(sink.room() / TABLE_BYTES).min(FUSED_PIECE);
+                        let (now, later) = rest.split_at(k);
+                        coins.fill(&mut cbuf[..k]);
+                        let ctr = *gate_counter;
+                        sink.put(k * TABLE_BYTES, &mut |tables| {
+                            hasher.garble_run_3h(f, delta, l.l, now, &cbuf[..k], ctr, tables);
+                        })?;
+                        *gate_counter += k as u64;
+                        rest = later;
+                    }
+                    continue;
+                }
                 for chunk in run.chunks(BATCH) {
                     let k = chunk.len();
                     for (i, &[a, b, o]) in chunk.iter().enumerate() {
@@ -462,11 +683,35 @@ pub fn evaluate<E>(
     let mut tw = [Block::ZERO; 3 * BATCH];
     let mut ws = [(Block::ZERO, Block::ZERO); BATCH];
     let mut outs = [0u32; BATCH];
+    let fused = hasher.fused();
     for seg in &prog.segments {
         match *seg {
             Segment::Ands(n) => {
                 let run = &ands[ai..ai + n as usize];
                 ai += n as usize;
+                let fits = gate_counter
+                    .checked_add(u64::from(n))
+                    .is_some_and(|end| end < u64::MAX / 3);
+                if fused && fits {
+                    // The whole run in the fused kernel, one piece per
+                    // buffer's worth of tables.
+                    let mut rest = run;
+                    while !rest.is_empty() {
+                        if pos + TABLE_BYTES > avail {
+                            refill(&mut buf, &mut pos, &mut avail, &mut remaining, source)?;
+                        }
+                        let k = rest.len().min((avail - pos) / TABLE_BYTES);
+                        // `remaining` counts the program's tables: never 0 here.
+                        assert!(k > 0, "fewer tables than AND gates");
+                        let (now, later) = rest.split_at(k);
+                        let tables = &buf[pos..pos + k * TABLE_BYTES];
+                        hasher.eval_run_3h(l.l, now, *gate_counter, tables);
+                        pos += k * TABLE_BYTES;
+                        *gate_counter += k as u64;
+                        rest = later;
+                    }
+                    continue;
+                }
                 for chunk in run.chunks(BATCH) {
                     let k = chunk.len();
                     if pos + k * TABLE_BYTES > avail {
@@ -815,6 +1060,182 @@ mod tests {
                 }
             });
             assert_eq!(r, Ok(want.clone()), "{be:?}: the unused bits are ignored");
+        }
+    }
+
+    /// [`FusedLin`] is [`GARBLE_LIN`] over the zero labels: the fused kernels'
+    /// formula, written out here in scalar code, gives the table and output
+    /// label of [`garble_gate`] for random labels and hashes, every colour and
+    /// every coin.
+    #[test]
+    fn fused_tables_give_the_gates_of_garble_lin() {
+        let mut prg = Prg::from_seed([0x17; 16]);
+        for _ in 0..200 {
+            let mut delta = prg.block();
+            delta.0 |= 1;
+            let f = FusedLin::new(delta);
+            let hs: [Block; 6] = core::array::from_fn(|_| prg.block());
+            let (a0, b0) = (prg.block(), prg.block());
+            for coin in 0..4u8 {
+                let (pa, pb) = (a0.lsb(), b0.lsb());
+                let (ca, cb) = (a0 ^ delta.select(pa), b0 ^ delta.select(pb));
+                let mut want = [0u8; TABLE_BYTES];
+                let (al, be) = (u8::from(!pa), u8::from(!pb));
+                let c_want = garble_gate(
+                    &hs,
+                    (ca, cb),
+                    &subsets(delta),
+                    (al, be),
+                    (coin & 1, coin >> 1),
+                    &mut want,
+                );
+                // The kernels' inputs: (A | B), (A | B) ^ (R | R), (X | X ^ R).
+                let p = usize::from(pa) | usize::from(pb) << 1;
+                let two = |l: Block, r: Block, m: &[u64; 4]| {
+                    (
+                        l ^ Block(u128::from(m[0]) | u128::from(m[1]) << 64),
+                        r ^ Block(u128::from(m[2]) | u128::from(m[3]) << 64),
+                    )
+                };
+                assert!(two(a0, b0, &f.ab[p]) == (ca, cb));
+                assert!(two(a0 ^ b0, a0 ^ b0, &f.x[p]) == (ca ^ cb, ca ^ cb ^ delta));
+                // The kernels' outputs.
+                let e = &f.e[p | usize::from(coin) << 2];
+                let q = [lo(a0), hi(a0), lo(b0), hi(b0)];
+                let [ha0, ha1, hb0, hb1, hx0, hx1] = hs;
+                let mut s = [lo(ha0) ^ lo(ha1), lo(hb0) ^ lo(hb1), lo(hx0) ^ lo(hx1)];
+                let mut c = [lo(ha0) ^ lo(hx0), lo(hb0) ^ lo(hx0)];
+                for (j, sj) in s.iter_mut().enumerate() {
+                    *sj ^= e.rs[j];
+                    for (qk, m) in q.iter().zip(&e.ms) {
+                        *sj ^= qk & m[j];
+                    }
+                }
+                for (j, cj) in c.iter_mut().enumerate() {
+                    *cj ^= e.rc[j];
+                    for (qk, m) in q.iter().zip(&e.mc) {
+                        *cj ^= qk & m[j];
+                    }
+                }
+                assert_eq!(e.rs[3] | e.ms.iter().fold(0, |a, m| a | m[3]), 0);
+                let z = (hbit(ha0) ^ hbit(hx0))
+                    | (hbit(hb0) ^ hbit(hx0)) << 1
+                    | (hbit(ha0) ^ hbit(ha1)) << 2
+                    | (hbit(hb0) ^ hbit(hb1)) << 3
+                    | (hbit(hx0) ^ hbit(hx1)) << 4;
+                let mut got = [0u8; TABLE_BYTES];
+                for (j, x) in s.iter().enumerate() {
+                    got[8 * j..8 * j + 8].copy_from_slice(&x.to_le_bytes());
+                }
+                got[24] = z ^ e.z as u8;
+                assert_eq!(got, want, "coin {coin}");
+                assert!(Block(u128::from(c[0]) | u128::from(c[1]) << 64) == c_want);
+            }
+        }
+    }
+
+    /// Garbles `p` from zero labels `g0` with `h`, the tables going to a sink
+    /// of fixed room: the tables and all labels after.
+    fn garble_in_pieces(
+        p: &Program,
+        h: &Hasher,
+        delta: Block,
+        g0: &[Block],
+        start: u64,
+        room: usize,
+    ) -> (Vec<u8>, Vec<Block>) {
+        let mut s = Pieces {
+            room,
+            bytes: Vec::new(),
+        };
+        let (mut l, mut ctr) = (g0.to_vec(), start);
+        let mut coins = Prg::from_seed([0x29; 16]);
+        garble_to(p, h, delta, &mut coins, &mut l, &mut ctr, &mut s).unwrap();
+        assert_eq!(ctr, start + p.and_gates());
+        (s.bytes, l)
+    }
+
+    /// The fused kernels (their AVX-512VL and AVX2 instances, where the CPU
+    /// has them) garble exactly the tables and labels of the generic code
+    /// (the portable hash, and AES-NI without VAES), and evaluate them to the
+    /// same labels, with both hashes, on the
+    /// library circuits and on random circuits, whatever pieces the sink
+    /// takes the tables in (or the evaluator reads them in), and with a counter that crosses the limit below
+    /// which the kernels count tweaks in 64 bits (the runs past it go to the
+    /// generic code). On a CPU without VAES there is nothing to compare: the
+    /// test says so.
+    #[test]
+    fn fused_kernels_match_the_generic_code() {
+        let mut circuits = vec![
+            library::aes128(),
+            library::sha256_compress(),
+            library::mul(64),
+        ];
+        for seed in 0..6u64 {
+            circuits.push(all_kinds_circuit(seed, 4, 4, 40 + 300 * seed as u32, 5));
+        }
+        let mut prg = Prg::from_seed([0x61; 16]);
+        for kind in GcHash::ALL {
+            let hs = hashers_of(kind);
+            let (fused, generic): (Vec<&Hasher>, Vec<&Hasher>) = hs.iter().partition(|h| h.fused());
+            if fused.is_empty() {
+                eprintln!("skipped: no VAES on this CPU, so no fused kernel to compare");
+                return;
+            }
+            assert!(!generic.is_empty());
+            for c in &circuits {
+                let p = Program::compile(c);
+                let mut delta = prg.block();
+                delta.0 |= 1;
+                let mut g0 = vec![Block::ZERO; p.label_capacity()];
+                prg.fill(&mut g0);
+                for start in [7, u64::MAX / 3 - p.and_gates() / 2] {
+                    let want = garble_in_pieces(&p, generic[0], delta, &g0, start, 1 << 20);
+                    // The evaluator: active labels of random truth values, the
+                    // tables read in pieces of 1, 77 and 64 KiB bytes.
+                    let mut e = g0.clone();
+                    for x in e.iter_mut() {
+                        if prg.block().lsb() {
+                            *x ^= delta;
+                        }
+                    }
+                    let mut ends = Vec::new();
+                    for h in generic.iter().chain(&fused) {
+                        for most in [1usize, 77, CHUNK_BYTES] {
+                            let (mut l, mut ctr, mut off) = (e.clone(), start, 0usize);
+                            let _: Result<(), ()> = evaluate(&p, h, &mut l, &mut ctr, &mut |buf| {
+                                for piece in buf.chunks_mut(most) {
+                                    piece.copy_from_slice(&want.0[off..off + piece.len()]);
+                                    off += piece.len();
+                                }
+                                Ok(())
+                            });
+                            assert_eq!((off, ctr), (want.0.len(), start + p.and_gates()));
+                            ends.push((l, h.fused(), most));
+                        }
+                    }
+                    for (l, f, most) in &ends {
+                        assert!(
+                            *l == ends[0].0,
+                            "{kind} evaluator fused={f} reads of {most}"
+                        );
+                    }
+                    // Each evaluator label is the garbler's zero label, or it XOR R.
+                    let (gl, el) = (&want.1, &ends[0].0);
+                    assert!(gl.iter().zip(el).all(|(g, e)| *g == *e || *g ^ delta == *e));
+                    for h in generic.iter().chain(&fused) {
+                        for room in [TABLE_BYTES * BATCH, 1000, 1 << 20] {
+                            let got = garble_in_pieces(&p, h, delta, &g0, start, room);
+                            assert!(
+                                got == want,
+                                "{kind} {:?} fused={} room {room} start {start}",
+                                h.backend(),
+                                h.fused()
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

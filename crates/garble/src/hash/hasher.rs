@@ -5,6 +5,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::ni;
 use super::{Aes128, Backend, BackendUnavailable, Block, FIXED_KEY, GcHash, portable};
+use crate::threehalves::FusedLin;
 
 /// The garbling hash of a session: [`Aes128::tccr`] under [`FIXED_KEY`]
 /// ([`GcHash::FixedKey`]), or MITCCRH under a session seed
@@ -295,6 +296,82 @@ impl Hasher {
                 None => ni::avx2::eval_run(rk, labels, run, gate, tables),
                 Some(s) if self.avx512 => ni::avx512::eval_run_mi(s, labels, run, gate, tables),
                 Some(s) => ni::avx2::eval_run_mi(s, labels, run, gate, tables),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (rk, labels, run, gate, tables);
+    }
+
+    /// Three-halves garbling of a run of independent AND gates `[a, b, out]`
+    /// over `labels` (as [`Hasher::garble_run`]) in the fused kernels, with
+    /// the formulas of [`crate::threehalves`]: gate `i` has tweaks
+    /// `3 (gate + i) + {0, 1, 2}`, coins `coins[i] = r1 | r2 << 1`, its table
+    /// goes to `tables[25 i..25 i + 25]` and its output zero label to its
+    /// `out` slot. `f` is [`FusedLin::new`] of `delta`. `3 (gate + run.len())`
+    /// must fit in 64 bits.
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], if `labels.len()` is not a power of two,
+    /// or if `tables.len() != 25 * run.len()` or `coins.len() != run.len()`.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn garble_run_3h(
+        &self,
+        f: &FusedLin,
+        delta: Block,
+        labels: &mut [Block],
+        run: &[[u32; 3]],
+        coins: &[u8],
+        gate: u64,
+        tables: &mut [u8],
+    ) {
+        let rk = self.aes.vaes_keys().expect("no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `garble_ands`.
+        unsafe {
+            use ni::threehalves::{avx2, avx512};
+            match self.seed {
+                None if self.avx512 => {
+                    avx512::garble_run(rk, f, delta, labels, run, coins, gate, tables)
+                }
+                None => avx2::garble_run(rk, f, delta, labels, run, coins, gate, tables),
+                Some(s) if self.avx512 => {
+                    avx512::garble_run_mi(s, f, delta, labels, run, coins, gate, tables)
+                }
+                Some(s) => avx2::garble_run_mi(s, f, delta, labels, run, coins, gate, tables),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (rk, f, delta, labels, run, coins, gate, tables);
+    }
+
+    /// Three-halves evaluation of a run (see [`Hasher::garble_run_3h`]) in the
+    /// fused kernels: active labels in `labels`, gate `i`'s table at
+    /// `tables[25 i..25 i + 25]`. `3 (gate + run.len())` must fit in 64 bits.
+    ///
+    /// # Panics
+    ///
+    /// Without [`Hasher::fused`], if `labels.len()` is not a power of two, or
+    /// if `tables.len() != 25 * run.len()`.
+    #[inline]
+    pub(crate) fn eval_run_3h(
+        &self,
+        labels: &mut [Block],
+        run: &[[u32; 3]],
+        gate: u64,
+        tables: &[u8],
+    ) {
+        let rk = self.aes.vaes_keys().expect("no VAES");
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `garble_ands`.
+        unsafe {
+            use ni::threehalves::{avx2, avx512};
+            match self.seed {
+                None if self.avx512 => avx512::eval_run(rk, labels, run, gate, tables),
+                None => avx2::eval_run(rk, labels, run, gate, tables),
+                Some(s) if self.avx512 => avx512::eval_run_mi(s, labels, run, gate, tables),
+                Some(s) => avx2::eval_run_mi(s, labels, run, gate, tables),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -9,6 +9,8 @@
 use super::Block;
 use core::arch::x86_64::*;
 
+pub(super) mod threehalves;
+
 #[inline(always)]
 fn load_keys(rk: &[[u8; 16]; 11]) -> [__m128i; 11] {
     // SAFETY: each `rk[i]` is 16 readable bytes; `loadu` has no
