@@ -47,7 +47,7 @@ impl Default for BatchLimits {
     /// ones), four batches in flight, records up to 8 KiB batched. Four in flight, not one
     /// per core: a batch's handoffs (submitters to leader, leader to enclave and back) wait
     /// for wake-ups, and more batches in flight cover those waits (measured on 2 vCPUs,
-    /// 1 KiB records, rounds of 8 MiB: 53-72% of the native middlebox's records/s with two
+    /// 1 KiB records, rounds of 8 MiB: 53-75% of the native middlebox's records/s with two
     /// in flight, 74-87% with four).
     fn default() -> Self {
         BatchLimits {
