@@ -228,6 +228,20 @@ impl Row {
     }
 }
 
+/// The row of configuration `config` at `size`.
+fn find_row<'r>(rows: &'r [Row], config: &str, size: usize) -> Option<&'r Row> {
+    rows.iter()
+        .find(|r| r.config == config && r.record_size == size)
+}
+
+/// The record sizes of `rows`, ascending, each once.
+fn record_sizes(rows: &[Row]) -> Vec<usize> {
+    let mut sizes: Vec<usize> = rows.iter().map(|r| r.record_size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
 /// The throughput table: decrypted bytes/s and records/s at the servers, by configuration
 /// and record size, with the 95% interval and the middlebox's CPU.
 pub fn throughput_table(rows: &[Row], flows: usize, load: Option<f64>) -> Table {
@@ -463,7 +477,7 @@ pub fn profile_table(
 /// The target checks: the sandbox's share of native throughput at 1 KiB (>= 70%) and
 /// 16 KiB (>= 90%).
 pub fn target_checks(rows: &[Row], native: &str, sandbox: &str) -> Vec<Check> {
-    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
+    let find = |c: &str, size: usize| find_row(rows, c, size);
     let mut out = Vec::new();
     for (size, need) in [(1024usize, 0.70), (16384, 0.90)] {
         if let (Some(n), Some(s)) = (find(native, size), find(sandbox, size)) {
@@ -493,7 +507,7 @@ pub fn target_checks(rows: &[Row], native: &str, sandbox: &str) -> Vec<Check> {
 /// of the native middlebox's records/s, at 16 KiB at least 90% (warnings: targets, not
 /// correctness).
 pub fn batched_checks(rows: &[Row], native: &str, batched: &str) -> Vec<Check> {
-    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
+    let find = |c: &str, size: usize| find_row(rows, c, size);
     let mut out = Vec::new();
     for (size, need) in [(1024usize, 0.80), (16384, 0.90)] {
         if let (Some(n), Some(b)) = (find(native, size), find(batched, size)) {
@@ -525,10 +539,8 @@ pub fn batched_checks(rows: &[Row], native: &str, batched: &str) -> Vec<Check> {
 /// where it is faster beyond both medians' 95% intervals: the relay's choice of shape
 /// should then be revisited on that machine.
 pub fn ring_checks(rows: &[Row], batched: &str, ring: &str) -> Vec<Check> {
-    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
-    let mut sizes: Vec<usize> = rows.iter().map(|r| r.record_size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
+    let find = |c: &str, size: usize| find_row(rows, c, size);
+    let sizes = record_sizes(rows);
     let mut out = Vec::new();
     for size in sizes {
         let (Some(b), Some(r)) = (
@@ -579,10 +591,8 @@ pub const ADVISOR_TOLERANCE: f64 = 0.20;
 /// measurements contradict the advice. A size where a configuration has no time is "not
 /// measured".
 pub fn advisor_checks(rows: &[Row], advisor: &str, others: &[&str], advised: &str) -> Vec<Check> {
-    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
-    let mut sizes: Vec<usize> = rows.iter().map(|r| r.record_size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
+    let find = |c: &str, size: usize| find_row(rows, c, size);
+    let sizes = record_sizes(rows);
     let mut out = Vec::new();
     for size in sizes {
         let name = format!("advisor-choice-{size}");
@@ -667,10 +677,8 @@ pub fn advisor_checks(rows: &[Row], advisor: &str, others: &[&str], advised: &st
 /// All-switchless against selective (the advisor's) and regular, as the paper compared:
 /// the mean loss over record sizes, with the published 33% beside it.
 pub fn all_switchless_table(rows: &[Row], sandbox: &str, all: &str, advisor: &str) -> Table {
-    let find = |c: &str, size: usize| rows.iter().find(|r| r.config == c && r.record_size == size);
-    let mut sizes: Vec<usize> = rows.iter().map(|r| r.record_size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
+    let find = |c: &str, size: usize| find_row(rows, c, size);
+    let sizes = record_sizes(rows);
     let mut body = Vec::new();
     let mut losses = Vec::new();
     for size in sizes {

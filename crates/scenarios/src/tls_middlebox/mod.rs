@@ -548,21 +548,31 @@ impl TlsMiddlebox {
             flows: 1,
             ..plan.clone()
         };
+        let o = self.regular_pass(ctx, &one, endpoints, "the per-ecall profile")?;
+        Ok((o, one))
+    }
+
+    /// A pass of `plan`'s flows through the sandbox with regular ecalls at 1 KiB records; one
+    /// with problems is an error naming `what`.
+    fn regular_pass(
+        &self,
+        ctx: &Context<'_>,
+        plan: &Plan,
+        endpoints: &Endpoints,
+        what: &str,
+    ) -> Result<Outcome, ScenarioError> {
         let o = self.measure(
             ctx,
-            &one,
+            plan,
             endpoints,
             Setup::Sandbox,
             PROFILE_SIZE,
             &Selection::default(),
         )?;
         if !o.problems.is_empty() {
-            return Err(ScenarioError::step(
-                "the per-ecall profile",
-                o.problems.join("; "),
-            ));
+            return Err(ScenarioError::step(what, o.problems.join("; ")));
         }
-        Ok((o, one))
+        Ok(o)
     }
 
     /// The advisor's verdicts on the one-flow profile, given the cores left spare while all
@@ -773,20 +783,7 @@ impl TlsMiddlebox {
                 .at("the clients' trust anchors")?,
         };
         let profile = self.profile(ctx, &plan, &endpoints)?;
-        let load = self.measure(
-            ctx,
-            &plan,
-            &endpoints,
-            Setup::Sandbox,
-            PROFILE_SIZE,
-            &Selection::default(),
-        )?;
-        if !load.problems.is_empty() {
-            return Err(ScenarioError::step(
-                "the advisor's load pass",
-                load.problems.join("; "),
-            ));
-        }
+        let load = self.regular_pass(ctx, &plan, &endpoints, "the advisor's load pass")?;
         let spare = spare_cores(available_cores(), load.busy_cores, load.idle_cores);
         self.advise(ctx, &profile, spare)
     }
