@@ -317,23 +317,16 @@ pub fn evaluate<E>(
                 let run = &ands[ai..ai + n as usize];
                 ai += n as usize;
                 if fused {
-                    // The whole run in the fused kernel, one piece per
-                    // buffer's worth of tables.
-                    let mut rest = run;
-                    while !rest.is_empty() {
-                        if pos + TABLE_BYTES > avail {
-                            refill(&mut buf, &mut pos, &mut avail, &mut remaining, source)?;
-                        }
-                        let k = rest.len().min((avail - pos) / TABLE_BYTES);
-                        // `remaining` counts the program's tables: never 0 here.
-                        assert!(k > 0, "fewer tables than AND gates");
-                        let (now, later) = rest.split_at(k);
-                        let tables = &buf[pos..pos + k * TABLE_BYTES];
-                        hasher.eval_run(l.l, now, *gate_counter, tables);
-                        pos += k * TABLE_BYTES;
-                        *gate_counter += k as u64;
-                        rest = later;
-                    }
+                    let mut reader = TableReader {
+                        buf: &mut buf,
+                        pos: &mut pos,
+                        avail: &mut avail,
+                        remaining: &mut remaining,
+                        source,
+                    };
+                    reader.in_pieces(run, TABLE_BYTES, gate_counter, |now, g, tables| {
+                        hasher.eval_run(l.l, now, g, tables);
+                    })?;
                     continue;
                 }
                 for chunk in run.chunks(BATCH) {
@@ -374,6 +367,49 @@ pub fn evaluate<E>(
         }
     }
     Ok(())
+}
+
+/// The evaluator's table buffer over a [`TableSource`], for handing a run of AND gates to a
+/// fused kernel piece by piece with their tables.
+pub(crate) struct TableReader<'a, 's, E> {
+    pub(crate) buf: &'a mut [u8],
+    pub(crate) pos: &'a mut usize,
+    pub(crate) avail: &'a mut usize,
+    pub(crate) remaining: &'a mut usize,
+    pub(crate) source: &'a mut TableSource<'s, E>,
+}
+
+impl<E> TableReader<'_, '_, E> {
+    /// Hands `run` to `kernel` in pieces of as many gates as the buffer holds tables for
+    /// (`table_bytes` each), with the session's gate counter at each piece's first gate,
+    /// which it then advances.
+    pub(crate) fn in_pieces(
+        &mut self,
+        run: &[[u32; 3]],
+        table_bytes: usize,
+        gate_counter: &mut u64,
+        mut kernel: impl FnMut(&[[u32; 3]], u64, &[u8]),
+    ) -> Result<(), E> {
+        let mut rest = run;
+        while !rest.is_empty() {
+            if *self.pos + table_bytes > *self.avail {
+                refill(self.buf, self.pos, self.avail, self.remaining, self.source)?;
+            }
+            let k = rest.len().min((*self.avail - *self.pos) / table_bytes);
+            // `remaining` counts the program's tables: never 0 here.
+            assert!(k > 0, "fewer tables than AND gates");
+            let (now, later) = rest.split_at(k);
+            kernel(
+                now,
+                *gate_counter,
+                &self.buf[*self.pos..*self.pos + k * table_bytes],
+            );
+            *self.pos += k * table_bytes;
+            *gate_counter += k as u64;
+            rest = later;
+        }
+        Ok(())
+    }
 }
 
 /// Refills the table buffer: moves the unread tail `buf[*pos..*avail]`

@@ -134,7 +134,7 @@
 //! with AES-NI one key schedule per pair), the evaluator 24 blocks under 24
 //! tweaks ([`Hasher::hash`]), then computes the linear terms in scalar code.
 
-use crate::gc::{BATCH, CHUNK_BYTES, Chunks, Slots, TableSink, TableSource, refill};
+use crate::gc::{BATCH, CHUNK_BYTES, Chunks, Slots, TableReader, TableSink, TableSource, refill};
 use crate::hash::{Block, Hasher, Prg};
 use crate::program::{ONE_SLOT, Program, Segment, ZERO_SLOT};
 
@@ -693,23 +693,16 @@ pub fn evaluate<E>(
                     .checked_add(u64::from(n))
                     .is_some_and(|end| end < u64::MAX / 3);
                 if fused && fits {
-                    // The whole run in the fused kernel, one piece per
-                    // buffer's worth of tables.
-                    let mut rest = run;
-                    while !rest.is_empty() {
-                        if pos + TABLE_BYTES > avail {
-                            refill(&mut buf, &mut pos, &mut avail, &mut remaining, source)?;
-                        }
-                        let k = rest.len().min((avail - pos) / TABLE_BYTES);
-                        // `remaining` counts the program's tables: never 0 here.
-                        assert!(k > 0, "fewer tables than AND gates");
-                        let (now, later) = rest.split_at(k);
-                        let tables = &buf[pos..pos + k * TABLE_BYTES];
-                        hasher.eval_run_3h(l.l, now, *gate_counter, tables);
-                        pos += k * TABLE_BYTES;
-                        *gate_counter += k as u64;
-                        rest = later;
-                    }
+                    let mut reader = TableReader {
+                        buf: &mut buf,
+                        pos: &mut pos,
+                        avail: &mut avail,
+                        remaining: &mut remaining,
+                        source,
+                    };
+                    reader.in_pieces(run, TABLE_BYTES, gate_counter, |now, g, tables| {
+                        hasher.eval_run_3h(l.l, now, g, tables);
+                    })?;
                     continue;
                 }
                 for chunk in run.chunks(BATCH) {
