@@ -285,8 +285,8 @@ pub(super) fn scheme_table(
              four) and three to evaluate (two). Both under the {hash} hash, detected AES \
              backend; the ratio column is three-halves' time (or size) over half-gates'."
         ),
-        "Half-gates runs in fused VAES kernels where the CPU has them; three-halves in the \
-         generic batched code (no fused kernel yet)."
+        "Both schemes run in fused VAES kernels where the CPU has them (a group of AND \
+         gates in registers), else in the generic batched code."
             .into(),
     ];
     if !wins.is_empty() {
