@@ -141,7 +141,7 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
         MiddleboxBackend::Native => Backend::Native,
         MiddleboxBackend::Sandbox => Backend::Sandbox,
     };
-    let setup = match a.switchless {
+    let mut setup = match a.switchless {
         SwitchlessMode::None => LiveSetup::default(),
         SwitchlessMode::All | SwitchlessMode::Advisor if backend == Backend::Native => {
             return Err(Exit::usage(
@@ -174,7 +174,6 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
             }
         }
     };
-    let mut setup = setup;
     setup.selection.batched |= a.batch;
     let ecalls = &setup.selection.switchless;
     let config = if ecalls.is_empty() {

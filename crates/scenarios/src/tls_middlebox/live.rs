@@ -325,18 +325,9 @@ pub fn emit_records(
     let mut params = config.params();
     params.insert("mode".into(), Value::from("live"));
     let s = &setup.selection;
-    let names: Vec<String> = s
-        .switchless
-        .iter()
-        .map(|&id| super::call_name(enclave::Direction::Ecall, id))
-        .collect();
     params.insert(
         "switchless_ecalls".into(),
-        Value::from(if names.is_empty() {
-            "none".to_owned()
-        } else {
-            names.join(",")
-        }),
+        Value::from(s.switchless_param()),
     );
     params.insert("batched".into(), Value::from(s.batched));
     params.insert(

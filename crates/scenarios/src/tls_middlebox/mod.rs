@@ -323,7 +323,24 @@ pub struct Selection {
     pub batched: bool,
 }
 
+/// The `switchless_ecalls` param: the ecalls' names comma-separated, or `none`.
+fn switchless_names(ids: &[u32]) -> String {
+    if ids.is_empty() {
+        return "none".to_owned();
+    }
+    let names: Vec<String> = ids
+        .iter()
+        .map(|&id| call_name(Direction::Ecall, id))
+        .collect();
+    names.join(",")
+}
+
 impl Selection {
+    /// The `switchless_ecalls` param of records made with this selection.
+    pub fn switchless_param(&self) -> String {
+        switchless_names(&self.switchless)
+    }
+
     /// `"none"`, or the switchless ecalls and `batched`, comma-separated.
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self
@@ -386,18 +403,9 @@ impl TlsMiddlebox {
             p.insert("attestation".into(), Value::from("emulated"));
         }
         if matches!(o.setup, Setup::AllSwitchless | Setup::Advisor | Setup::Ring) {
-            let names: Vec<String> = o
-                .switchless
-                .iter()
-                .map(|&id| call_name(Direction::Ecall, id))
-                .collect();
             p.insert(
                 "switchless_ecalls".into(),
-                Value::from(if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names.join(",")
-                }),
+                Value::from(switchless_names(&o.switchless)),
             );
         }
         p
