@@ -217,6 +217,7 @@ fn tls_middlebox_on_every_backend() {
         bytes_per_pass: 96 << 10,
         min_records_per_flow: 1,
         runs: 2,
+        round_target: None,
         plant_every: 4,
         workers: 1,
         timeout: Duration::from_secs(20),

@@ -146,7 +146,8 @@ pub struct Plan {
     pub flows: usize,
     /// Plaintext bytes per record, one throughput point each.
     pub sizes: Vec<usize>,
-    /// Application bytes all flows send in one round, per record size.
+    /// Application bytes all flows send in the warm-up round, per record size (and in every
+    /// round without a `round_target`).
     pub bytes_per_pass: u64,
     /// Records each flow sends in one round at least, whatever `bytes_per_pass` gives: a
     /// round of the largest records must outlast a scheduler time slice (2 MiB are 4 records
@@ -155,6 +156,9 @@ pub struct Plan {
     /// Measured rounds per configuration and size (after one warm-up round), over the same
     /// long-running flows.
     pub runs: usize,
+    /// How long a measured round lasts, about: its records are sized from the warm-up
+    /// round's pace ([`PassConfig::round_target`]). `None`: as many as the warm-up.
+    pub round_target: Option<Duration>,
     /// A pattern in every this-many records.
     pub plant_every: usize,
     /// Switchless workers (enclave side; no ocalls are made).
@@ -168,10 +172,13 @@ pub struct Plan {
     pub batch: BatchLimits,
 }
 
-/// The plan: 32 long-running flows; quick 8 MiB per round, 3 measured rounds; full 16 MiB,
-/// 5 rounds. Rounds of 2 MiB (a few ms) had not reached the flows' steady state: the native
-/// middlebox's records/s at 1 KiB rose by about 40% from 2 to 8 MiB rounds, the sandbox's
-/// much less, so short rounds flattered the sandbox.
+/// The plan: 32 long-running flows; a warm-up round of 8 MiB (quick) or 16 MiB (full), then
+/// 3 (quick) or 5 (full) measured rounds of about 150 ms (quick) or 400 ms (full) each,
+/// sized from the warm-up's pace, so that every configuration is measured over the same
+/// time however fast it is. Fixed rounds of 2 MiB (a few ms) had not reached the flows'
+/// steady state: the native middlebox's records/s at 1 KiB rose by about 40% from 2 to
+/// 8 MiB rounds, the sandbox's much less, so short rounds flattered the sandbox; and rounds
+/// of 8 MiB (10-20 ms) still moved by 10-15 points of the sandbox's share from run to run.
 /// `--threads N` sets the number of flows.
 pub fn plan(options: &RunOptions) -> Plan {
     let quick = options.preset == Preset::Quick;
@@ -186,6 +193,7 @@ pub fn plan(options: &RunOptions) -> Plan {
         bytes_per_pass: if quick { 8 << 20 } else { 16 << 20 },
         min_records_per_flow: 16,
         runs: if quick { 3 } else { 5 },
+        round_target: Some(Duration::from_millis(if quick { 150 } else { 400 })),
         plant_every: 4,
         workers: 1,
         timeout: Duration::from_secs(20),
@@ -207,6 +215,7 @@ impl Plan {
             rounds: self.runs + 1,
             plant_every: self.plant_every,
             timeout: self.timeout,
+            round_target: self.round_target,
         }
     }
 }
@@ -278,20 +287,27 @@ fn cpu_ns_of_stat(stat: &str, hz: u64) -> Option<u64> {
     Some((ticks(11)? + ticks(12)?) * 1_000_000_000 / hz.max(1))
 }
 
-/// Time per record of each measured round of `r` (round 0 warms up), with `records` records
-/// a round; a round whose time is unknown is left out, not counted as 0.
-fn per_record(r: &PassResult, records: u64) -> Vec<f64> {
+/// Time per record of each measured round of `r` (round 0 warms up) of `flows` flows; a
+/// round whose time is unknown is left out, not counted as 0.
+fn per_record(r: &PassResult, flows: usize) -> Vec<f64> {
     r.wall_ns
         .iter()
+        .zip(&r.records_per_round)
         .skip(1)
-        .flatten()
-        .map(|&w| w as f64 / records as f64)
+        .filter_map(|(w, &n)| Some(*w.as_ref()? as f64 / (n * flows as u64).max(1) as f64))
         .collect()
+}
+
+/// Records of all flows in one measured round of `r` (every measured round has as many).
+fn measured_round_records(r: &PassResult, flows: usize) -> u64 {
+    r.records_per_round.get(1).copied().unwrap_or(0) * flows as u64
 }
 
 /// One configuration at one record size.
 struct Outcome {
     setup: Setup,
+    /// Records of all flows in each measured round.
+    round_records: u64,
     /// The boundary configuration used (none: direct).
     config: Option<Config>,
     /// The ecalls made switchless.
@@ -435,13 +451,13 @@ impl TlsMiddlebox {
             ns_per_record: Vec::new(),
             cpu_ns_per_record: None,
         };
-        let records = pass.records_per_flow * plan.flows as u64;
         ctx.check_cancel()?;
         let Some(config) = Self::config(setup, plan) else {
             let r = workload::run_pass(&pass, &endpoints.pki, None, None)?;
-            row.ns_per_record = per_record(&r, records);
+            row.ns_per_record = per_record(&r, plan.flows);
             return Ok(Outcome {
                 setup,
+                round_records: measured_round_records(&r, plan.flows),
                 config: None,
                 switchless: Vec::new(),
                 size,
@@ -494,7 +510,8 @@ impl TlsMiddlebox {
             _ => None,
         };
         let problems = analysis::problems(&r, plan.flows, true);
-        row.ns_per_record = per_record(&r, records);
+        row.ns_per_record = per_record(&r, plan.flows);
+        let round_records = measured_round_records(&r, plan.flows);
         // CPU over the whole pass (handshakes and the warm-up round included), per record.
         let relay_cpu: u64 = r
             .flows
@@ -502,7 +519,7 @@ impl TlsMiddlebox {
             .flat_map(|f| f.dirs.iter())
             .map(|d| d.cpu_ns)
             .sum();
-        let all_records = records * pass.rounds as u64;
+        let all_records = r.records_per_round.iter().sum::<u64>() * plan.flows as u64;
         row.cpu_ns_per_record =
             enclave_cpu.map(|e| (relay_cpu + e) as f64 / all_records.max(1) as f64);
         let attestation = r.attestation.clone();
@@ -524,6 +541,7 @@ impl TlsMiddlebox {
         ctx.progress().advance(1);
         Ok(Outcome {
             setup,
+            round_records,
             config: Some(config),
             switchless: switchless.to_vec(),
             size,
@@ -637,7 +655,7 @@ impl TlsMiddlebox {
         let backend = Self::backend(o);
         let params = Self::params(o, plan);
         let samples = Samples {
-            iters_per_sample: plan.pass(o.size).records_per_flow * plan.flows as u64,
+            iters_per_sample: o.round_records,
             per_iter_ns: o.row.ns_per_record.clone(),
             overhead_ns: None,
         };
@@ -783,6 +801,7 @@ impl TlsMiddlebox {
             sizes: vec![PROFILE_SIZE],
             bytes_per_pass: 1 << 20,
             runs: 1,
+            round_target: None,
             ..plan(ctx.options)
         };
         let endpoints = Endpoints {

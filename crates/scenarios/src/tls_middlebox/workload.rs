@@ -136,7 +136,16 @@ pub struct PassConfig {
     pub plant_every: usize,
     /// Socket timeouts: no endpoint waits longer than this for a byte.
     pub timeout: Duration,
+    /// With a target, round 0 (the warm-up) sends `records_per_flow` records a flow and
+    /// every later round as many as round 0's pace says fill the target time (never fewer
+    /// than `records_per_flow`, at most [`MAX_ROUND_SCALE`] times as many): each
+    /// configuration is measured over about the same time, however fast it is. `None`:
+    /// every round sends `records_per_flow`.
+    pub round_target: Option<Duration>,
 }
+
+/// How many times `records_per_flow` a calibrated round sends at the most.
+pub const MAX_ROUND_SCALE: u64 = 256;
 
 /// What the server of one flow received.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -171,6 +180,8 @@ pub struct PassResult {
     pub planted: u64,
     /// Application-data records the clients sent (the first record of each flow included).
     pub records_sent: u64,
+    /// Records each flow sent in each round (round 0 the warm-up).
+    pub records_per_round: Vec<u64>,
     /// Key shares handed to the enclave, and refused by it.
     pub shares: (u64, u64),
     /// What the clients made of the middlebox's key before sealing any share.
@@ -238,6 +249,43 @@ fn accept_n(listener: &TcpListener, n: usize, deadline: Instant, mut on: impl Fn
 struct Rounds {
     start: Mutex<Vec<Instant>>,
     done: Vec<AtomicU64>,
+    /// Records each flow sends in each round; 0 until set, always before the round starts.
+    records: Vec<AtomicU64>,
+}
+
+impl Rounds {
+    /// Plaintext bytes a flow has sent by the end of round `k`; `None` while a round up to
+    /// `k` has no size yet.
+    fn end_of(&self, k: usize, record_size: usize) -> Option<u64> {
+        let mut total = 0u64;
+        for r in &self.records[..=k] {
+            let n = r.load(Ordering::Acquire);
+            if n == 0 {
+                return None;
+            }
+            total += n * record_size as u64;
+        }
+        Some(total)
+    }
+}
+
+/// When round `k` started.
+fn round_start(rounds: &Rounds, k: usize) -> Option<Instant> {
+    rounds
+        .start
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(k)
+        .copied()
+}
+
+/// Records a flow sends in each round after the warm-up that took `warm_up` for
+/// `records` records a flow, so that a round lasts about `target`: never fewer than
+/// `records`, at most [`MAX_ROUND_SCALE`] times as many.
+pub fn calibrated_records(records: u64, warm_up: Duration, target: Duration) -> u64 {
+    let scale = target.as_secs_f64() / warm_up.as_secs_f64().max(1e-6);
+    let n = (records as f64 * scale).ceil();
+    (n as u64).clamp(records, records.saturating_mul(MAX_ROUND_SCALE))
 }
 
 /// The server of one connection: handshake, read everything, check it as it arrives,
@@ -274,8 +322,6 @@ fn serve(
     let index = u64::from_be_bytes(hello[4..].try_into().unwrap_or_default());
     rep.index = Some(index);
     let payloads = Payloads::new(index, cfg.record_size, cfg.plant_every);
-    let per_round = (cfg.records_per_flow * cfg.record_size as u64).max(1);
-    rep.expected = per_round * cfg.rounds as u64;
     let mut buf = vec![0u8; 64 << 10];
     let mut rounds_seen = 0usize;
     loop {
@@ -288,10 +334,11 @@ fn serve(
                     rep.mismatch_at = Some(rep.bytes + i as u64);
                 }
                 rep.bytes += n as u64;
-                let full = usize::try_from(rep.bytes / per_round)
-                    .unwrap_or(usize::MAX)
-                    .min(cfg.rounds);
-                while rounds_seen < full {
+                while rounds_seen < cfg.rounds
+                    && rounds
+                        .end_of(rounds_seen, cfg.record_size)
+                        .is_some_and(|end| rep.bytes >= end)
+                {
                     let t0 = rounds
                         .start
                         .lock()
@@ -373,6 +420,7 @@ fn client(
     config: Arc<ClientConfig>,
     cfg: &PassConfig,
     barrier: &Barrier,
+    rounds: &Rounds,
 ) -> Result<(), String> {
     let mut failed = None;
     let mut conn = match connect(addr, config, cfg.timeout).and_then(|mut s| {
@@ -389,10 +437,11 @@ fn client(
     };
     let payloads = Payloads::new(index, cfg.record_size, cfg.plant_every);
     let mut sent = 0u64;
-    for _ in 0..cfg.rounds {
+    for k in 0..cfg.rounds {
         barrier.wait();
         let Some(s) = conn.as_mut() else { continue };
-        if let Err(e) = send_round(s, &payloads, &mut sent, cfg.records_per_flow) {
+        let n = rounds.records[k].load(Ordering::Acquire);
+        if let Err(e) = send_round(s, &payloads, &mut sent, n) {
             failed = Some(e);
             conn = None;
         }
@@ -486,6 +535,15 @@ pub fn run_pass(
     let rounds = Rounds {
         start: Mutex::new(Vec::new()),
         done: (0..cfg.rounds).map(|_| AtomicU64::new(0)).collect(),
+        records: (0..cfg.rounds)
+            .map(|k| {
+                AtomicU64::new(if k == 0 {
+                    cfg.records_per_flow.max(1)
+                } else {
+                    0
+                })
+            })
+            .collect(),
     };
     let servers = Mutex::new(Vec::new());
     let flows = Mutex::new(Vec::new());
@@ -539,9 +597,9 @@ pub fn run_pass(
             });
         }
         for (index, config) in (0u64..).zip(configs) {
-            let (barrier, errors) = (&barrier, &client_errors);
+            let (barrier, errors, rounds) = (&barrier, &client_errors, &rounds);
             s.spawn(move || {
-                if let Err(e) = client(index, connect_to, config, cfg, barrier) {
+                if let Err(e) = client(index, connect_to, config, cfg, barrier, rounds) {
                     push(errors, format!("flow {index}: {e}"));
                 }
             });
@@ -557,6 +615,17 @@ pub fn run_pass(
                     std::thread::sleep(Duration::from_micros(200));
                 }
             }
+            if k == 1 {
+                // The warm-up's pace sizes the measured rounds (set before they start).
+                let first = rounds.records[0].load(Ordering::Acquire);
+                let n = match (cfg.round_target, round_start(&rounds, 0)) {
+                    (Some(target), Some(t0)) => calibrated_records(first, t0.elapsed(), target),
+                    _ => first,
+                };
+                for r in &rounds.records[1..] {
+                    r.store(n, Ordering::Release);
+                }
+            }
             rounds
                 .start
                 .lock()
@@ -568,7 +637,16 @@ pub fn run_pass(
 
     let servers = servers.into_inner().unwrap_or_else(PoisonError::into_inner);
     let wall_ns = round_walls(&servers, cfg.flows, cfg.rounds);
-    let per_flow = cfg.records_per_flow * cfg.rounds as u64;
+    let records_per_round: Vec<u64> = rounds
+        .records
+        .iter()
+        .map(|r| r.load(Ordering::Acquire))
+        .collect();
+    let per_flow: u64 = records_per_round.iter().sum();
+    let mut servers = servers;
+    for sv in &mut servers {
+        sv.expected = per_flow * cfg.record_size as u64;
+    }
     let planted = (0..cfg.flows as u64)
         .map(|i| Payloads::new(i, cfg.record_size, cfg.plant_every).planted_in(per_flow))
         .sum();
@@ -581,6 +659,7 @@ pub fn run_pass(
             .unwrap_or_else(PoisonError::into_inner),
         planted,
         records_sent: cfg.flows as u64 * (per_flow + 1),
+        records_per_round,
         shares: shares.into_inner().unwrap_or_else(PoisonError::into_inner),
         shares_withheld: if matches!(attestation, Attestation::Refused(_)) {
             withheld.load(Ordering::Relaxed)

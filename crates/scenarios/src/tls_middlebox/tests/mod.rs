@@ -346,12 +346,15 @@ fn spare_cores_count_the_whole_machine() {
     assert!(super::machine_cpu_ticks().is_some());
 }
 
-/// The warm-up round is dropped and an unknown round is left out, never timed as 0.
+/// The warm-up round is dropped, an unknown round is left out, never timed as 0, and each
+/// round is divided by its own records (all flows).
 #[test]
 fn per_record_times_leave_unknown_rounds_out() {
     let r = workload::PassResult {
         wall_ns: vec![Some(1), Some(100), None, Some(200)],
+        records_per_round: vec![1, 5, 5, 5],
         ..workload::PassResult::default()
     };
-    assert_eq!(super::per_record(&r, 10), [10.0, 20.0]);
+    assert_eq!(super::per_record(&r, 2), [10.0, 20.0]);
+    assert_eq!(super::measured_round_records(&r, 2), 10);
 }

@@ -165,6 +165,59 @@ fn an_idle_flow_is_closed() {
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
+/// Rounds sized from the warm-up's pace: the measured rounds carry more records than the
+/// warm-up, all as many, every byte arrives and is counted in the right round, and the
+/// native middlebox finds every pattern of the larger pass.
+#[test]
+fn calibrated_rounds_are_sized_from_the_warm_up_and_checked_whole() {
+    let cfg = PassConfig {
+        flows: 3,
+        record_size: 512,
+        records_per_flow: 2,
+        rounds: 3,
+        plant_every: 4,
+        timeout: Duration::from_secs(10),
+        round_target: Some(Duration::from_millis(40)),
+    };
+    let e = native();
+    let mb = middlebox(&e);
+    let pass = workload::run_pass(&cfg, pki(), Some((&mb, trust())), None).unwrap();
+    let p = super::super::analysis::problems(&pass, 3, true);
+    assert!(p.is_empty(), "{p:?}");
+    let n = &pass.records_per_round;
+    assert_eq!(n.len(), 3);
+    assert_eq!(n[0], 2);
+    assert!(n[1] > 2 && n[1] == n[2], "{n:?}");
+    assert!(n[1] <= 2 * workload::MAX_ROUND_SCALE, "{n:?}");
+    let per_flow: u64 = n.iter().sum();
+    assert_eq!(pass.records_sent, 3 * (per_flow + 1));
+    for s in &pass.servers {
+        assert_eq!(s.bytes, per_flow * 512);
+    }
+    assert!(pass.wall_ns.iter().all(|w| w.is_some_and(|w| w > 0)));
+    assert_eq!(
+        pass.flows.iter().map(|f| f.dirs[0].matches).sum::<u64>(),
+        pass.planted
+    );
+}
+
+#[test]
+fn calibration_scales_within_its_bounds() {
+    use workload::{MAX_ROUND_SCALE, calibrated_records};
+    let ms = Duration::from_millis;
+    assert_eq!(calibrated_records(10, ms(10), ms(100)), 100);
+    // Never fewer than the warm-up's records, never more than the scale allows.
+    assert_eq!(calibrated_records(10, ms(500), ms(100)), 10);
+    assert_eq!(
+        calibrated_records(10, Duration::ZERO, ms(100)),
+        10 * MAX_ROUND_SCALE
+    );
+    assert_eq!(
+        calibrated_records(10, Duration::from_micros(100), ms(100)),
+        10 * MAX_ROUND_SCALE
+    );
+}
+
 /// Whole passes over sockets: direct, and through the native middlebox, with a bad flow
 /// (garbage) in the middle of good ones.
 #[test]
@@ -176,6 +229,7 @@ fn passes_deliver_every_byte_and_find_every_pattern() {
         rounds: 2,
         plant_every: 4,
         timeout: Duration::from_secs(10),
+        round_target: None,
     };
     let direct = workload::run_pass(&cfg, pki(), None, None).unwrap();
     assert!(super::super::analysis::problems(&direct, 4, false).is_empty());
@@ -217,6 +271,7 @@ fn a_pass_with_a_wrong_key_share_is_caught_by_the_checks() {
         rounds: 1,
         plant_every: 4,
         timeout: Duration::from_secs(10),
+        round_target: None,
     };
     let e = native();
     let mb = middlebox(&e);
@@ -253,6 +308,7 @@ fn a_pass_refuses_sizes_it_cannot_send() {
         rounds: 1,
         plant_every: 4,
         timeout: Duration::from_secs(5),
+        round_target: None,
     };
     assert!(workload::run_pass(&cfg, pki(), None, None).is_err());
     let too_big = PassConfig {
@@ -302,6 +358,7 @@ fn clients_send_no_share_to_a_key_the_host_substituted_and_say_why() {
         rounds: 1,
         plant_every: 4,
         timeout: Duration::from_secs(10),
+        round_target: None,
     };
     let e = native();
     let mut mb = middlebox(&e);
@@ -358,6 +415,7 @@ fn a_pass_through_an_attested_middlebox_records_the_verification() {
         rounds: 1,
         plant_every: 4,
         timeout: Duration::from_secs(10),
+        round_target: None,
     };
     let e = native();
     let mb = middlebox(&e);
@@ -384,6 +442,7 @@ fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
         rounds: 2,
         plant_every: 4,
         timeout: Duration::from_secs(10),
+        round_target: None,
     };
     let e = native();
     let mb = middlebox(&e).with_batching(BatchLimits {
@@ -436,6 +495,7 @@ fn records_too_large_to_batch_keep_their_own_ecall_and_their_order() {
         rounds: 1,
         plant_every: 4,
         timeout: Duration::from_secs(10),
+        round_target: None,
     };
     let e = native();
     // The Finished messages (tens of bytes) are batched, the 1 KiB records are not: a
