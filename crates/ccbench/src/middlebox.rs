@@ -161,9 +161,22 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
                 "middlebox: profiling the enclave's ecalls on synthetic 1 KiB flows for \
                  --switchless advisor..."
             );
-            let selection = TlsMiddlebox
-                .advise_relay(&ctx, ADVISOR_FLOWS)
-                .context("profiling the middlebox for --switchless advisor")?;
+            let selection = match TlsMiddlebox.advise_relay(&ctx, ADVISOR_FLOWS) {
+                Ok(s) if !stop.load(Ordering::Relaxed) => s,
+                // Ctrl-C while profiling: a choice from an interrupted profile is not
+                // acted on, and nothing was relayed.
+                Ok(_) | Err(ScenarioError::Cancelled) => {
+                    eprintln!(
+                        "middlebox: interrupted while profiling for --switchless advisor; \
+                         nothing was relayed or written"
+                    );
+                    return Ok(ExitCode::from(crate::EXIT_INTERRUPTED));
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)
+                        .context("profiling the middlebox for --switchless advisor"));
+                }
+            };
             eprintln!(
                 "middlebox: the advisor chose: {} (its verdicts are in the records)",
                 describe_choice(&selection)

@@ -196,6 +196,42 @@ fn the_advisors_selection_relays_an_openssl_session() {
     assert_eq!(ecalls, chosen, "{profile}");
 }
 
+/// Ctrl-C while `--switchless advisor` profiles: exit 130, no relay, nothing written.
+#[test]
+fn ctrl_c_while_the_advisor_profiles_relays_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut mb = Reaped(
+        ccbench()
+            .args([
+                "middlebox",
+                "--listen",
+                "127.0.0.1:0",
+                "--share-listen",
+                "127.0.0.1:0",
+            ])
+            .args(["--upstream", "127.0.0.1:9", "--switchless", "advisor"])
+            .arg("--platform-key-dir")
+            .arg(dir.path().join("platform"))
+            .arg("--out")
+            .arg(&out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let lines = lines_of(mb.0.stderr.take().unwrap());
+    line_with(&lines, "profiling the enclave's ecalls");
+    interrupt(&mb.0);
+    let status = wait_for(&mut mb.0, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{status}");
+    let said: Vec<String> = lines.try_iter().collect();
+    assert!(
+        !said.iter().any(|l| l.contains("relaying")),
+        "it relayed: {said:?}"
+    );
+    assert!(!out.join("results.jsonl").exists());
+}
+
 /// One `openssl s_client` session through `ccbench middlebox` (with `extra` options) to
 /// `openssl s_server`, its key log followed by a share agent: checks the bytes, the
 /// inspection and the records, and returns the records.
