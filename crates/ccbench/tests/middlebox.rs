@@ -52,6 +52,26 @@ fn server_cert(dir: &Path) -> (PathBuf, PathBuf) {
     (c, k)
 }
 
+/// `ccbench middlebox` on free ports relaying to `upstream`, with its platform keys in
+/// `keys`, its results in `out` and its stderr piped (it names the ports it bound).
+fn relay_command(upstream: &str, keys: &Path, out: &Path) -> Command {
+    let mut c = ccbench();
+    c.args([
+        "middlebox",
+        "--listen",
+        "127.0.0.1:0",
+        "--share-listen",
+        "127.0.0.1:0",
+    ])
+    .args(["--upstream", upstream])
+    .arg("--platform-key-dir")
+    .arg(keys)
+    .arg("--out")
+    .arg(out)
+    .stderr(Stdio::piped());
+    c
+}
+
 /// Kills a child on drop (a failed assertion must not leave servers behind).
 struct Reaped(Child);
 
@@ -202,20 +222,8 @@ fn ctrl_c_while_the_advisor_profiles_relays_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let mut mb = Reaped(
-        ccbench()
-            .args([
-                "middlebox",
-                "--listen",
-                "127.0.0.1:0",
-                "--share-listen",
-                "127.0.0.1:0",
-            ])
-            .args(["--upstream", "127.0.0.1:9", "--switchless", "advisor"])
-            .arg("--platform-key-dir")
-            .arg(dir.path().join("platform"))
-            .arg("--out")
-            .arg(&out)
-            .stderr(Stdio::piped())
+        relay_command("127.0.0.1:9", &dir.path().join("platform"), &out)
+            .args(["--switchless", "advisor"])
             .spawn()
             .unwrap(),
     );
@@ -278,25 +286,11 @@ fn openssl_session(extra: &[&str]) -> Vec<serde_json::Value> {
     });
 
     let mut mb = Reaped(
-        ccbench()
-            .args([
-                "middlebox",
-                "--listen",
-                "127.0.0.1:0",
-                "--share-listen",
-                "127.0.0.1:0",
-            ])
-            .arg("--upstream")
-            .arg(format!("127.0.0.1:{server_port}"))
+        relay_command(&format!("127.0.0.1:{server_port}"), &keys, &out)
             .args(["--backend", "sandbox", "--status-every", "1"])
             .args(extra)
             .arg("--rules")
             .arg(&rules)
-            .arg("--platform-key-dir")
-            .arg(&keys)
-            .arg("--out")
-            .arg(&out)
-            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );

@@ -359,18 +359,10 @@ impl Selection {
 
     /// `"none"`, or the switchless ecalls and `batched`, comma-separated.
     pub fn describe(&self) -> String {
-        let mut parts: Vec<String> = self
-            .switchless
-            .iter()
-            .map(|&id| call_name(Direction::Ecall, id))
-            .collect();
-        if self.batched {
-            parts.push("batched".into());
-        }
-        if parts.is_empty() {
-            "none".into()
-        } else {
-            parts.join(",")
+        match (self.switchless.is_empty(), self.batched) {
+            (_, false) => self.switchless_param(),
+            (true, true) => "batched".into(),
+            (false, true) => format!("{},batched", self.switchless_param()),
         }
     }
 }
