@@ -27,7 +27,7 @@ use curve25519_dalek::scalar::Scalar;
 use sha2::{Digest, Sha512};
 
 use super::reveal::{self, SHARE_BYTES};
-use super::{point, scalar, sha512};
+use super::{field, point, scalar, sha512};
 use crate::generator::{Gen, Generator, W, Word};
 
 /// Key bytes (`seed || A`), per share.
@@ -85,6 +85,18 @@ impl Ed25519Sign {
         msg_len: 64,
         variant: Variant::Reveal,
     };
+
+    /// Computes what every signature of this process shares and no input changes: the
+    /// fixed-base tables ([`point::tables`]) and the compiled field sub-circuits
+    /// ([`field::mul_sub`], [`field::square_sub`]). A party that signs repeatedly pays this
+    /// once, as a plain signer precomputes its base-point tables; the first call takes about
+    /// a tenth of a second, later ones nothing. Generating the circuit does it on first
+    /// use, so calling this is only a way to pay it before a session's clock starts.
+    pub fn prepare() {
+        point::tables();
+        field::mul_sub();
+        field::square_sub();
+    }
 }
 
 /// `(a, r)`: the clamped secret scalar and the nonce `r = SHA-512(prefix || M) mod L`.

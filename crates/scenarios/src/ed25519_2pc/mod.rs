@@ -226,8 +226,14 @@ impl EvaluatorSpec {
     }
 }
 
-/// What the evaluator reports back on its stdout: `ok <signature hex> <peak RSS bytes>`,
-/// with `-` for a peak it could not read. The garbler judges the signature.
+/// What the evaluator reports back on its stdout: `ok <signature hex> <peak RSS bytes>
+/// <preparation ns>`, with `-` for a peak it could not read. The garbler judges the
+/// signature.
+///
+/// The evaluator prepares ([`Ed25519Sign::prepare`]: the public tables and the compiled
+/// field sub-circuits) before it connects, as the garbler has before its first signature:
+/// a signature's time is then the same work on both sides, and this process's start is
+/// reported apart, not hidden in the garbler's Init stage.
 fn evaluate(spec: &str) -> Result<String, String> {
     let deadline = Deadline::after(SESSION_LIMIT);
     let spec = EvaluatorSpec::decode(spec)?;
@@ -235,6 +241,9 @@ fn evaluate(spec: &str) -> Result<String, String> {
         msg_len: spec.msg_len,
         variant: spec.variant,
     };
+    let t = Instant::now();
+    Ed25519Sign::prepare();
+    let prepare_ns = t.elapsed().as_nanos();
     let mut input = spec.share.clone();
     input.extend(blinding(c.variant).map_err(|e| e.to_string())?);
     let bits = bits_from_bytes(&input, c.evaluator_input_bits());
@@ -251,7 +260,7 @@ fn evaluate(spec: &str) -> Result<String, String> {
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     let (sig, _) = split_output(&bytes)?;
     let rss = peak_rss().map_or("-".to_owned(), |b| b.to_string());
-    Ok(format!("ok {} {rss}", hex(&sig)))
+    Ok(format!("ok {} {rss} {prepare_ns}", hex(&sig)))
 }
 
 /// The circuit variant of a name: `ed25519-sign` or `ed25519-sign-reveal`.
@@ -282,25 +291,40 @@ fn blinding(variant: Variant) -> Result<Vec<u8>, garble::hash::RandomnessError> 
     }
 }
 
-/// The evaluator's report ([`evaluate`]): its signature and peak RSS (`None`: unknown).
-fn parse_report(stdout: &str) -> Result<([u8; 64], Option<u64>), String> {
+/// What the evaluator process reported ([`evaluate`]).
+#[derive(Debug, PartialEq, Eq)]
+struct EvaluatorReport {
+    signature: [u8; 64],
+    /// Peak RSS, bytes (`None`: unknown).
+    rss: Option<u64>,
+    /// Its preparation before it connected ([`Ed25519Sign::prepare`]).
+    prepare: Duration,
+}
+
+/// The evaluator's report line: `ok SIGNATURE RSS PREPARE_NS`.
+fn parse_report(stdout: &str) -> Result<EvaluatorReport, String> {
     let mut words = stdout.split_whitespace();
-    let (ok, sig, rss) = (words.next(), words.next(), words.next());
+    let (ok, sig, rss, prep) = (words.next(), words.next(), words.next(), words.next());
     let bad = || {
         format!(
-            "the evaluator's report {:?} is not `ok SIGNATURE RSS`",
+            "the evaluator's report {:?} is not `ok SIGNATURE RSS PREPARE_NS`",
             stdout.trim()
         )
     };
     if ok != Some("ok") || words.next().is_some() {
         return Err(bad());
     }
-    let sig = unhex(sig.ok_or_else(bad)?)?.try_into().map_err(|_| bad())?;
+    let signature = unhex(sig.ok_or_else(bad)?)?.try_into().map_err(|_| bad())?;
     let rss = match rss.ok_or_else(bad)? {
         "-" => None,
         r => Some(r.parse().map_err(|_| bad())?),
     };
-    Ok((sig, rss))
+    let prepare = Duration::from_nanos(prep.ok_or_else(bad)?.parse().map_err(|_| bad())?);
+    Ok(EvaluatorReport {
+        signature,
+        rss,
+        prepare,
+    })
 }
 
 fn split_output(bytes: &[u8]) -> Result<([u8; 64], [u8; 32]), String> {
@@ -331,6 +355,8 @@ pub struct Signed {
     pub run: SignatureRun,
     /// The evaluator process's peak RSS, bytes; `None` where it could not read it.
     pub evaluator_rss: Option<u64>,
+    /// The evaluator process's preparation before the session ([`Ed25519Sign::prepare`]).
+    pub evaluator_prepare: Duration,
 }
 
 /// One two-party signature over loopback TCP: this process garbles, a child process (this
@@ -356,6 +382,9 @@ pub fn two_party_over(
 ) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
     let (public_key, plain) = plain_signature(inputs)?;
+    // Each party prepares before the session (the evaluator in its process, see
+    // [`evaluate`]): a no-op after this process's first signature.
+    Ed25519Sign::prepare();
     let spec = |addr: SocketAddr, token: &Token| {
         EvaluatorSpec {
             addr: addr.to_string(),
@@ -384,8 +413,7 @@ pub fn two_party_over(
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     let (garbler, garbler_public_key) =
         split_output(&bytes).map_err(|e| ScenarioError::step(step, e))?;
-    let (evaluator, evaluator_rss) =
-        parse_report(&stdout).map_err(|e| ScenarioError::step(step, e))?;
+    let er = parse_report(&stdout).map_err(|e| ScenarioError::step(step, e))?;
     Ok(Signed {
         report: out.report,
         run: SignatureRun {
@@ -394,9 +422,10 @@ pub fn two_party_over(
             plain,
             garbler,
             garbler_public_key,
-            evaluator,
+            evaluator: er.signature,
         },
-        evaluator_rss,
+        evaluator_rss: er.rss,
+        evaluator_prepare: er.prepare,
     })
 }
 
@@ -519,6 +548,9 @@ impl Scenario for Ed25519Pc {
             variant: run_variant(ctx)?,
             ..Ed25519Sign::PUBLISHED
         };
+        let t = Instant::now();
+        Ed25519Sign::prepare();
+        let garbler_prepare = t.elapsed();
         let gs = generator::stats(&c);
         let st = &gs.stats;
         let counts = Counts {
@@ -579,6 +611,7 @@ impl Scenario for Ed25519Pc {
         let mut wire = Vec::with_capacity(plan.signatures);
         let mut bytes = 0u64;
         let mut rss_e = Vec::with_capacity(plan.signatures);
+        let mut prepare_e = Vec::with_capacity(plan.signatures);
         // The garbler's peak from here on: the signatures, not the micro-benchmarks above.
         let reset = reset_peak_rss();
         for i in 0..plan.signatures {
@@ -606,6 +639,7 @@ impl Scenario for Ed25519Pc {
             wire.push((r.wire_bytes_sent, r.wire_bytes_received));
             bytes = r.wire_bytes_sent + r.wire_bytes_received;
             rss_e.push(signed.evaluator_rss);
+            prepare_e.push(signed.evaluator_prepare);
             runs.push(signed.run);
             ctx.progress().advance(1);
         }
@@ -694,6 +728,12 @@ impl Scenario for Ed25519Pc {
             p(),
             Body::Table(analysis::gate_table(&counts, &costs)),
         )?;
+        ctx.emit(
+            NAME,
+            "2pc",
+            p(),
+            Body::Table(analysis::prepare_table(garbler_prepare, &prepare_e)),
+        )?;
         let ours = Ours {
             counts,
             total_s: med / 1e9,
@@ -771,18 +811,22 @@ mod tests {
     fn evaluator_report_parses_and_an_unknown_peak_stays_unknown() {
         let sig = hex(&[9u8; 64]);
         assert_eq!(
-            parse_report(&format!("ok {sig} 4096\n")).unwrap(),
-            ([9u8; 64], Some(4096))
+            parse_report(&format!("ok {sig} 4096 1500\n")).unwrap(),
+            EvaluatorReport {
+                signature: [9u8; 64],
+                rss: Some(4096),
+                prepare: Duration::from_nanos(1500),
+            }
         );
-        assert_eq!(
-            parse_report(&format!("ok {sig} -")).unwrap(),
-            ([9u8; 64], None)
-        );
+        assert_eq!(parse_report(&format!("ok {sig} - 7")).unwrap().rss, None);
         for bad in [
-            format!("err {sig} 1"),
+            format!("err {sig} 1 1"),
             format!("ok {sig}"),
-            format!("ok {sig} x"),
-            format!("ok {sig} 1 2"),
+            format!("ok {sig} 1"),
+            format!("ok {sig} x 1"),
+            format!("ok {sig} 1 x"),
+            format!("ok {sig} 1 -"),
+            format!("ok {sig} 1 2 3"),
             "ok 0011 1".to_owned(),
             String::new(),
         ] {
