@@ -3,6 +3,8 @@
 //! * [`gate_timing`]: garble and evaluate one gate kind in isolation (no
 //!   network), for the per-gate table and the "theoretical minimum" of a
 //!   2PC run;
+//! * [`lookup_timing`]: one lookup in a public table, as a generated circuit's label
+//!   backends compute it;
 //! * [`garble_only`]: the garbling rate of a whole circuit (no network);
 //! * [`loopback_2pc`]: a whole two-party session over loopback TCP, one or
 //!   many evaluations (the bulk 2PC rate).
@@ -197,6 +199,36 @@ pub fn gate_timing_with(
         garble,
         evaluate,
     })
+}
+
+/// Time per lookup in a public table of `items` entries with `outputs` output bits, as
+/// both streaming parties compute it ([`crate::stream::xor_select_blocks`]), over random
+/// labels and masks with half their bits set, the mean of `reps` lookups. For a cost model
+/// of generated circuits, whose lookups cost far less than their XOR gates at the per-gate
+/// rate.
+#[inline(never)]
+pub fn lookup_timing(items: usize, outputs: usize, reps: usize) -> Duration {
+    let mut prg = Prg::from_seed([0x5c; 16]);
+    let labels: Vec<Block> = (0..items).map(|_| prg.block()).collect();
+    let bits: Vec<(bool, Vec<u64>)> = (0..outputs)
+        .map(|_| {
+            let m = (0..items.div_ceil(64))
+                .map(|_| prg.block().0 as u64)
+                .collect();
+            (false, m)
+        })
+        .collect();
+    // One untimed lookup: the first touches the memory.
+    std::hint::black_box(crate::stream::xor_select_blocks(&labels, &bits));
+    let reps = reps.max(1);
+    let t0 = Instant::now();
+    for _ in 0..reps {
+        std::hint::black_box(crate::stream::xor_select_blocks(
+            std::hint::black_box(&labels),
+            &bits,
+        ));
+    }
+    t0.elapsed() / reps as u32
 }
 
 /// Garbles `prog` `reps` times with tables discarded (no memory traffic for

@@ -60,6 +60,82 @@ fn get(buf: &[u8]) -> Block {
     Block(u128::from_le_bytes(a))
 }
 
+/// The XOR of the labels each mask selects, by the method of four Russians: for each 8
+/// labels, a table of the XORs of all 256 subsets of them (255 XORs); each output then XORs
+/// one entry per 8 labels, picked by its mask's byte. A lookup of 8,192 labels into 768
+/// outputs takes about a million 16-byte XORs, where the folds of its gates take three
+/// million. `bits` are [`Gen::xor_select`]'s (`init` is ignored here); an output is `None`
+/// when its mask selects no label. Mask bits past the labels select nothing.
+pub fn xor_select_blocks(labels: &[Block], bits: &[(bool, Vec<u64>)]) -> Vec<Option<Block>> {
+    let words = labels.len().div_ceil(64);
+    let tail = match labels.len() % 64 {
+        0 => u64::MAX,
+        r => (1u64 << r) - 1,
+    };
+    let mut padded;
+    let labels = if labels.len() % 64 == 0 {
+        labels
+    } else {
+        padded = labels.to_vec();
+        padded.resize(words * 64, Block::ZERO);
+        &padded[..]
+    };
+    let word_of = |mask: &[u64], wi: usize| {
+        let w = mask.get(wi).copied().unwrap_or(0);
+        if wi + 1 == words { w & tail } else { w }
+    };
+    let mut acc = vec![Block::ZERO; bits.len()];
+    let mut any = vec![false; bits.len()];
+    let mut table = vec![Block::ZERO; 8 * 256];
+    for (wi, group) in labels.chunks_exact(64).enumerate() {
+        for (t, l8) in table.chunks_exact_mut(256).zip(group.chunks_exact(8)) {
+            for m in 1..256usize {
+                t[m] = t[m & (m - 1)] ^ l8[m.trailing_zeros() as usize];
+            }
+        }
+        for ((a, seen), (_, mask)) in acc.iter_mut().zip(&mut any).zip(bits) {
+            let w = word_of(mask, wi);
+            *seen |= w != 0;
+            let mut x = *a;
+            for (byte, t) in w.to_le_bytes().into_iter().zip(table.chunks_exact(256)) {
+                x ^= t[usize::from(byte)];
+            }
+            *a = x;
+        }
+    }
+    acc.into_iter()
+        .zip(any)
+        .map(|(l, seen)| seen.then_some(l))
+        .collect()
+}
+
+/// [`Gen::xor_select`] for the label backends: [`xor_select_blocks`], then `init`. The
+/// labels equal those of [`generator::xor_select_fold`]: XOR is associative and
+/// commutative, and both parties' `not_raw` is an XOR with a constant (the offset, or
+/// nothing). A selector with constant items takes the folds.
+fn xor_select_labels<G: Gen<L = Block>>(
+    g: &mut G,
+    items: &[W<Block>],
+    bits: &[(bool, Vec<u64>)],
+) -> Word<Block> {
+    let mut labels = Vec::with_capacity(items.len());
+    for w in items {
+        match *w {
+            W::V(l) => labels.push(l),
+            W::C(_) => return generator::xor_select_fold(g, items, bits),
+        }
+    }
+    xor_select_blocks(&labels, bits)
+        .into_iter()
+        .zip(bits)
+        .map(|(l, &(init, _))| match (l, init) {
+            (None, c) => W::C(c),
+            (Some(l), false) => W::V(l),
+            (Some(l), true) => W::V(g.not_raw(l)),
+        })
+        .collect()
+}
+
 /// Garbles gates as they are emitted: wires are zero labels; AND tables go
 /// to the peer in chunks of [`CHUNK_BYTES`]. After a channel error or a refused
 /// reveal, gates are no longer hashed or sent (the generator runs to its end
@@ -189,6 +265,10 @@ impl Gen for StreamGarbler<'_> {
 
     fn public(&mut self, bits: &[bool]) -> Word<Block> {
         bits.iter().map(|&b| W::V(self.delta.select(b))).collect()
+    }
+
+    fn xor_select(&mut self, items: &[W<Block>], bits: &[(bool, Vec<u64>)]) -> Word<Block> {
+        xor_select_labels(self, items, bits)
     }
 
     fn refuse(&mut self, why: Refused) {
@@ -397,6 +477,10 @@ impl Gen for StreamEvaluator<'_> {
 
     fn public(&mut self, bits: &[bool]) -> Word<Block> {
         vec![W::V(Block::ZERO); bits.len()]
+    }
+
+    fn xor_select(&mut self, items: &[W<Block>], bits: &[(bool, Vec<u64>)]) -> Word<Block> {
+        xor_select_labels(self, items, bits)
     }
 
     fn refuse(&mut self, why: Refused) {
@@ -865,6 +949,101 @@ mod tests {
             let h = Hasher::with_backend(backend).unwrap();
             let mut prg = Prg::from_seed([7; 16]);
             assert_eq!(simulate(&Sha, &h, &mut prg, &a, &b).unwrap(), want);
+        }
+    }
+
+    /// Lookups in public tables of random bits: the evaluator's 7 bits pick an entry of each
+    /// table through their one-hot vector; the garbler's 5 bits pick from a 32-entry table
+    /// (a width not a multiple of 64); one mask selects nothing, one only an item past the
+    /// end, and every `init` occurs.
+    struct Lookups;
+    impl Lookups {
+        fn bits(items: usize, seed: u8) -> Vec<(bool, Vec<u64>)> {
+            let mut prg = Prg::from_seed([seed; 16]);
+            let words = items.div_ceil(64);
+            let mut bits: Vec<(bool, Vec<u64>)> = (0..40)
+                .map(|k| {
+                    let m = (0..words).map(|_| prg.block().0 as u64).collect();
+                    (k % 3 == 0, m)
+                })
+                .collect();
+            bits.push((false, vec![0; words]));
+            bits.push((true, vec![0; words]));
+            let mut past = vec![0u64; words + 1];
+            past[words] = 1;
+            bits.push((false, past));
+            bits
+        }
+    }
+    impl Generator for Lookups {
+        fn name(&self) -> String {
+            "lookups".into()
+        }
+        fn garbler_input_bits(&self) -> usize {
+            5
+        }
+        fn evaluator_input_bits(&self) -> usize {
+            7
+        }
+        fn output_bits(&self) -> usize {
+            2 * 43
+        }
+        fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+            let oh = crate::ed25519::point::one_hot(g, b);
+            let mut out = g.xor_select(&oh, &Lookups::bits(oh.len(), 1));
+            let oh = crate::ed25519::point::one_hot(g, a);
+            out.extend(g.xor_select(&oh, &Lookups::bits(oh.len(), 2)));
+            out
+        }
+    }
+
+    #[test]
+    fn lookups_garble_and_evaluate_as_in_plain() {
+        let h = Hasher::with_backend(crate::hash::Backend::detect()).unwrap();
+        let mut prg = Prg::from_seed([3; 16]);
+        for (x, y) in [(0u8, 0u8), (31, 127), (17, 64), (5, 99)] {
+            let a = bits_from_bytes(&[x], 5);
+            let b = bits_from_bytes(&[y], 7);
+            let want = eval_plain(&Lookups, &a, &b);
+            assert_eq!(simulate(&Lookups, &h, &mut prg, &a, &b).unwrap(), want);
+        }
+    }
+
+    proptest::proptest! {
+        /// The four Russians' XORs against one XOR per selected label.
+        #[test]
+        fn xor_select_blocks_is_the_xor_of_the_selected_labels(
+            n in 0usize..300,
+            seed in proptest::prelude::any::<[u8; 16]>(),
+            outputs in 0usize..20,
+        ) {
+            let mut prg = Prg::from_seed(seed);
+            let labels: Vec<Block> = (0..n).map(|_| prg.block()).collect();
+            // One word more than needed: bits past the labels must select nothing.
+            let bits: Vec<(bool, Vec<u64>)> = (0..outputs)
+                .map(|k| {
+                    let density = k % 4;
+                    let m = (0..n.div_ceil(64) + 1)
+                        .map(|_| match density {
+                            0 => 0,
+                            1 => prg.block().0 as u64 & prg.block().0 as u64,
+                            _ => prg.block().0 as u64,
+                        })
+                        .collect();
+                    (false, m)
+                })
+                .collect();
+            let got = xor_select_blocks(&labels, &bits);
+            proptest::prop_assert_eq!(got.len(), outputs);
+            for (o, (_, mask)) in got.iter().zip(&bits) {
+                let picked: Vec<Block> = (0..n)
+                    .filter(|&j| mask[j / 64] >> (j % 64) & 1 == 1)
+                    .map(|j| labels[j])
+                    .collect();
+                let want = (!picked.is_empty())
+                    .then(|| picked.iter().fold(Block::ZERO, |x, &l| x ^ l));
+                proptest::prop_assert_eq!(*o, want);
+            }
         }
     }
 

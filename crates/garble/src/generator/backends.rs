@@ -84,6 +84,8 @@ pub struct Counter {
     pub and_depth: u32,
     /// The reveals so far: the AND gates before each, and its width in bits.
     pub reveals: Vec<(u64, usize)>,
+    /// The lookups counted from their masks so far.
+    pub lookups: Vec<super::Lookup>,
     /// The AND depth of the last reveal's wires: public wires come after it.
     public_depth: u32,
     mix: u64,
@@ -240,6 +242,7 @@ impl Gen for Counter {
         self.gate(9, wires.len() as u32, bits.len() as u32);
         self.next -= 1;
         self.mix ^= ids;
+        let (xor0, inv0) = (self.xor, self.inv);
         let valid = |wi: usize, word: u64| {
             let lo = wi * 64;
             match wires.len().saturating_sub(lo) {
@@ -248,7 +251,8 @@ impl Gen for Counter {
                 r => word & (u64::MAX >> (64 - r)),
             }
         };
-        bits.iter()
+        let out: Word<CountWire> = bits
+            .iter()
             .map(|(init, mask)| {
                 let mut n = 0u64;
                 let mut h = u64::from(*init);
@@ -279,7 +283,14 @@ impl Gen for Counter {
                 let id = (self.next - 1) as u32;
                 W::V(CountWire { id, depth })
             })
-            .collect()
+            .collect();
+        self.lookups.push(super::Lookup {
+            items: wires.len(),
+            outputs: bits.len(),
+            xor_gates: self.xor - xor0,
+            inv_gates: self.inv - inv0,
+        });
+        out
     }
 
     fn call<F>(

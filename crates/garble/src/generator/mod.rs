@@ -445,6 +445,25 @@ pub struct GenStats {
     /// its width in bits. The evaluator reads exactly those tables before a reveal, and
     /// each reveal puts `bits.div_ceil(8)` bytes on the wire each way.
     pub reveals: Vec<(u64, usize)>,
+    /// The lookups in public tables ([`Gen::xor_select`] over wires), in order. Their XOR
+    /// and INV gates are in `stats`, but the label backends compute a lookup in far fewer
+    /// operations than its gates (see [`crate::stream::xor_select_blocks`]), so a cost
+    /// model prices them apart.
+    pub lookups: Vec<Lookup>,
+}
+
+/// One lookup in a public table as counted: its selector's items, its output bits, and
+/// the gates the folds would have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lookup {
+    /// Items of the selector (a one-hot vector's entries).
+    pub items: usize,
+    /// Output bits.
+    pub outputs: usize,
+    /// XOR gates.
+    pub xor_gates: u64,
+    /// INV gates.
+    pub inv_gates: u64,
 }
 
 /// Runs `c` once through a [`Counter`]: the circuit as it is garbled
@@ -511,6 +530,7 @@ fn count<C: Generator>(c: &C, expand: bool) -> GenStats {
         digest: h.finalize().into(),
         constant_outputs: out.iter().filter(|w| matches!(w, W::C(_))).count() as u64,
         reveals: k.reveals,
+        lookups: k.lookups,
     }
 }
 

@@ -465,7 +465,12 @@ pub fn loopback_bandwidth(bytes: usize) -> Result<f64, ScenarioError> {
 
 const MICRO_KINDS: [GateKind; 3] = [GateKind::And, GateKind::Xor, GateKind::Inv];
 
-fn gate_costs(ctx: &Context<'_>, plan: &Plan, gc_hash: GcHash) -> Result<GateCosts, ScenarioError> {
+fn gate_costs(
+    ctx: &Context<'_>,
+    plan: &Plan,
+    gc_hash: GcHash,
+    lookups: &[generator::Lookup],
+) -> Result<GateCosts, ScenarioError> {
     let mut costs = GateCosts::default();
     let hash = HashBackend::detect();
     for (i, &kind) in MICRO_KINDS.iter().enumerate() {
@@ -491,7 +496,35 @@ fn gate_costs(ctx: &Context<'_>, plan: &Plan, gc_hash: GcHash) -> Result<GateCos
             }
         }
     }
+    costs.lookups_ns = lookup_cost(ctx, plan, lookups)?;
     Ok(costs)
+}
+
+/// The circuit's lookups in public tables, one party, ns: the largest lookup measured
+/// alone, and every lookup priced in proportion to its items times its outputs (the
+/// subset tables grow with the items, the XORs with items times outputs).
+fn lookup_cost(
+    ctx: &Context<'_>,
+    plan: &Plan,
+    lookups: &[generator::Lookup],
+) -> Result<f64, ScenarioError> {
+    let size = |l: &generator::Lookup| (l.items * l.outputs) as f64;
+    let Some(big) = lookups.iter().max_by(|a, b| size(a).total_cmp(&size(b))) else {
+        return Ok(0.0);
+    };
+    ctx.check_cancel()?;
+    const REPS: usize = 4;
+    let v = (0..plan.runs)
+        .map(|_| microbench::lookup_timing(big.items, big.outputs, REPS).as_nanos() as f64)
+        .collect();
+    let s = Samples {
+        iters_per_sample: REPS as u64,
+        per_iter_ns: v,
+        overhead_ns: None,
+    };
+    let p = params! {"items" => big.items as u64, "outputs" => big.outputs as u64};
+    let median = ctx.emit_samples(NAME, "gc", p, "lookup", s, None)?;
+    Ok(lookups.iter().map(|l| median * size(l) / size(big)).sum())
 }
 
 /// A stage's name in the signature's breakdown: the Load stage generates and counts the
@@ -558,6 +591,9 @@ impl Scenario for Ed25519Pc {
             xor: st.count(GateKind::Xor),
             inv: st.count(GateKind::Inv),
             copies: st.count(GateKind::Eq) + st.count(GateKind::Eqw),
+            lookups: gs.lookups.len() as u64,
+            lookup_xor: gs.lookups.iter().map(|l| l.xor_gates).sum(),
+            lookup_inv: gs.lookups.iter().map(|l| l.inv_gates).sum(),
         };
         let p = || {
             params! {
@@ -570,7 +606,7 @@ impl Scenario for Ed25519Pc {
             }
         };
 
-        let costs = gate_costs(ctx, &plan, hash)?;
+        let costs = gate_costs(ctx, &plan, hash, &gs.lookups)?;
         ctx.progress().advance(MICRO_KINDS.len() as u64);
         ctx.check_cancel()?;
         let bandwidth = loopback_bandwidth(plan.loopback_bytes)?;
