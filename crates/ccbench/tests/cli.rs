@@ -1231,6 +1231,9 @@ fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
         "bytes_on_wire",
         "signature-matches-plain",
         "wire-bytes",
+        // Each party's preparation outside the signatures, and the lookups priced apart.
+        "prepare-ed25519-sign",
+        "lookup in a public table",
         // The default circuit reveals R blinded.
         "ed25519-sign-reveal/msg64",
     ] {

@@ -73,7 +73,7 @@ pub fn xor_select_blocks(labels: &[Block], bits: &[(bool, Vec<u64>)]) -> Vec<Opt
         r => (1u64 << r) - 1,
     };
     let mut padded;
-    let labels = if labels.len() % 64 == 0 {
+    let labels = if labels.len().is_multiple_of(64) {
         labels
     } else {
         padded = labels.to_vec();
