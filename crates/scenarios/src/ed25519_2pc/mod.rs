@@ -786,7 +786,10 @@ impl Scenario for Ed25519Pc {
         )?;
         for check in [
             analysis::signature_check(&runs),
-            analysis::wire_check(stream::expected_wire_bytes(&c, &gs), &wire),
+            analysis::wire_check(
+                stream::expected_wire_bytes(&c, &gs, garble::scheme::Scheme::HalfGates),
+                &wire,
+            ),
             analysis::rss_check(rss_g, rss_e),
             analysis::time_check(ours.total_s),
         ] {
