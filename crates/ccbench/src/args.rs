@@ -341,8 +341,9 @@ pub struct PartyArgs {
     #[arg(long, value_name = "mitccrh|fixed-key", default_value = "mitccrh", value_parser = parse_hash)]
     pub hash: GcHash,
     /// The garbling scheme of the AND gates: half-gates (32 bytes per AND) or three-halves
-    /// (Rosulek-Roy: 25 bytes per AND, more hashing). Both parties must choose the same: the
-    /// session header carries it. ed25519-sign (a generated circuit) takes half-gates only.
+    /// (Rosulek-Roy: 25 bytes per AND, more hashing), for stored and generated circuits
+    /// (ed25519-sign) alike. Both parties must choose the same: the session header carries
+    /// it.
     #[arg(long, value_name = "half-gates|three-halves", default_value = "half-gates", value_parser = parse_scheme)]
     pub scheme: Scheme,
     /// Also write the session's records (`results.jsonl`) and report (`report.md`,
@@ -453,10 +454,10 @@ pub struct RunArgs {
     /// the difference]. gc-2pc's per-gate and no-network figures always cover both.
     #[arg(long, value_name = "mitccrh|fixed-key", value_parser = parse_hash)]
     pub hash: Option<GcHash>,
-    /// gc-2pc: the garbling scheme of the sessions, half-gates (32 bytes per AND) or
-    /// three-halves (25 bytes per AND) [default: half-gates, and gc-2pc then also measures
-    /// three-halves beside it: the schemes table]. ed25519-2pc garbles with half-gates only
-    /// and refuses three-halves.
+    /// gc-2pc, ed25519-2pc: the garbling scheme of the sessions, half-gates (32 bytes per
+    /// AND) or three-halves (25 bytes per AND) [default: half-gates, and gc-2pc then also
+    /// measures three-halves beside it: the schemes table; ed25519-2pc measures the chosen
+    /// scheme only].
     #[arg(long, value_name = "half-gates|three-halves", value_parser = parse_scheme)]
     pub scheme: Option<Scheme>,
     /// gc-2pc and ed25519-2pc: the link between the two parties [default: loopback, no

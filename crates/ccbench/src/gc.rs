@@ -212,14 +212,6 @@ fn sign_party(
     addr: &str,
     message: Option<&str>,
 ) -> Result<ExitCode> {
-    if a.scheme != Scheme::HalfGates {
-        return Err(Exit::usage(format!(
-            "--scheme {}: ed25519-sign is a generated circuit, garbled as it is generated, \
-             with half-gates only",
-            a.scheme
-        ))
-        .into());
-    }
     let Input {
         bytes: input,
         source,
@@ -277,9 +269,12 @@ fn sign_party(
     let bits = garble::circuit::bits_from_bytes(&input, 8 * input.len());
     let timeout = Duration::from_secs_f64(a.timeout);
     let deadline = session_deadline(&a);
+    // Either scheme: the generated circuit is garbled as it is generated
+    // (garble::stream), and the session header carries the scheme.
     let opts = SessionOptions {
         deadline: Some(deadline),
         hash: a.hash,
+        scheme: a.scheme,
         ..SessionOptions::default()
     };
     let (mut ch, _link) = channel(role, addr, timeout, deadline, &a.net)?;

@@ -267,7 +267,7 @@ pub struct SessionOptions {
     pub hash: GcHash,
     /// The garbling scheme (default: [`Scheme::HalfGates`]). Both parties
     /// must choose the same one: the header carries it. The streaming session
-    /// of generated circuits ([`crate::stream`]) garbles with half-gates only.
+    /// of generated circuits ([`crate::stream`]) takes either too.
     pub scheme: Scheme,
 }
 
@@ -364,9 +364,6 @@ pub enum SessionError {
         /// The number in the peer's header.
         peer: u32,
     },
-    /// This session garbles with half-gates only.
-    #[error("the streaming session of generated circuits garbles with half-gates only, not {0}")]
-    SchemeUnsupported(Scheme),
     /// An output label failed the garbler's output check: the outputs are
     /// not accepted.
     #[error("evaluation {evaluation}: {source}")]
@@ -504,31 +501,9 @@ pub fn expected_wire_bytes_with(circuit: &Circuit, n: u64, scheme: Scheme) -> (u
 }
 
 /// [`expected_wire_bytes`] from the header's size, the input and output widths, the outputs
-/// that carry a check (not constants) and the AND gates of one evaluation (shared with
+/// that carry a check (not constants) and the table bytes of one evaluation (shared with
 /// [`crate::stream::expected_wire_bytes`]).
-pub(crate) fn predicted_wire_bytes(
-    header: u64,
-    garbler_bits: usize,
-    evaluator_bits: usize,
-    output_bits: usize,
-    checked_outputs: usize,
-    and: u64,
-    n: u64,
-) -> (u64, u64) {
-    let tables = and * gc::TABLE_BYTES as u64;
-    wire_bytes(
-        header,
-        garbler_bits,
-        evaluator_bits,
-        output_bits,
-        checked_outputs,
-        tables,
-        n,
-    )
-}
-
-/// [`predicted_wire_bytes`] from the table bytes of one evaluation.
-fn wire_bytes(
+pub(crate) fn wire_bytes(
     header: u64,
     garbler_bits: usize,
     evaluator_bits: usize,
@@ -617,7 +592,10 @@ fn header(prog: &Program, n: u64, seq: u64, hp: HashParams, scheme: Scheme) -> V
 
 /// Reads a header's 24 hash bytes: the hash ([`HashParams::check`], on the bytes with the
 /// scheme's 4 cleared) and the scheme must be ours. Returns the peer's seed.
-fn check_hash_scheme((hash, ours): (GcHash, Scheme), got: &[u8]) -> Result<Block, SessionError> {
+pub(crate) fn check_hash_scheme(
+    (hash, ours): (GcHash, Scheme),
+    got: &[u8],
+) -> Result<Block, SessionError> {
     let mut b = [0u8; 24];
     b.copy_from_slice(&got[..24]);
     let mut id = [0u8; 4];

@@ -22,12 +22,25 @@
 //! # Protocol
 //!
 //! As [`crate::session`] with one evaluation: Init (magic, digest, the
-//! garbling hash and MITCCRH's seed), OT Init (base OTs), Peer Inputs (the
-//! evaluator's labels by OT extension, the garbler's sent directly), Garble
-//! (32 bytes per AND gate, streamed while the generator runs), Result
-//! (decoding bits and the output check to the evaluator, outputs back to the
-//! garbler). The Load stage is the counting pass that computes
-//! the digest and the table-byte total.
+//! garbling hash, the garbling scheme and MITCCRH's seed), OT Init (base
+//! OTs), Peer Inputs (the evaluator's labels by OT extension, the garbler's
+//! sent directly), Garble ([`Scheme::table_bytes`] per AND gate: 32 with
+//! half-gates, 25 with three-halves, streamed while the generator runs),
+//! Result (decoding bits and the output check to the evaluator, outputs back
+//! to the garbler). The Load stage is the counting pass that computes the
+//! digest and the table-byte total.
+//!
+//! # Schemes
+//!
+//! Both schemes of [`Scheme`] garble here: a gate emitted alone goes to the
+//! scheme's one-gate code (half-gates: the fused VAES kernel for independent
+//! gates, or the formulas of [`crate::gc`]; three-halves: [`crate::threehalves`]'s
+//! fused kernel on a run of one gate, or its generic formulas), a compiled
+//! sub-circuit to the scheme's [`Scheme::garble`] / [`Scheme::evaluate`] with
+//! their fused per-run kernels. The scheme is chosen once per session: the
+//! backends test it once per gate (half-gates' path is otherwise unchanged)
+//! and once per sub-circuit call. Three-halves' secret coins come from the
+//! garbler's own [`Prg`] (the session's, seeded from the OS).
 
 use std::time::{Duration, Instant};
 
@@ -40,13 +53,15 @@ use crate::ot::{IknpReceiver, IknpSender};
 use crate::scheme::Scheme;
 use crate::session::{
     Clocks, Counters, HashParams, Role, SessionError, SessionOptions, SessionOutput, SessionReport,
-    Stage, Stages, apply_deadline, new_hash_params,
+    Stage, Stages, apply_deadline, check_hash_scheme, new_hash_params,
 };
+use crate::threehalves::{self, GateGarbler};
 
 /// Protocol magic of generated-circuit sessions (version 2: the header names
 /// the garbling hash and carries MITCCRH's seed, and the Result stage has the
-/// output check).
-pub const MAGIC: [u8; 8] = *b"CCGS\x00\x02\x00\x00";
+/// output check; 3: the header names the garbling scheme too, in the high 4
+/// bytes of the hash's id, as [`crate::session`]'s header does).
+pub const MAGIC: [u8; 8] = *b"CCGS\x00\x03\x00\x00";
 
 #[inline(always)]
 fn put(buf: &mut [u8], b: Block) {
@@ -137,9 +152,10 @@ fn xor_select_labels<G: Gen<L = Block>>(
 }
 
 /// Garbles gates as they are emitted: wires are zero labels; AND tables go
-/// to the peer in chunks of [`CHUNK_BYTES`]. After a channel error or a refused
-/// reveal, gates are no longer hashed or sent (the generator runs to its end
-/// cheaply) and the error is returned by [`StreamGarbler::finish`].
+/// to the peer in chunks of at most [`CHUNK_BYTES`] (whole tables of the
+/// session's scheme). After a channel error or a refused reveal, gates are no
+/// longer hashed or sent (the generator runs to its end cheaply) and the error
+/// is returned by [`StreamGarbler::finish`].
 pub struct StreamGarbler<'a> {
     hasher: &'a Hasher,
     delta: Block,
@@ -150,11 +166,14 @@ pub struct StreamGarbler<'a> {
     err: Option<SessionError>,
     fused: bool,
     scratch: Vec<Block>,
+    /// Three-halves' one-gate garbler and the PRG of its secret coins; `None`
+    /// under half-gates. Tested once per AND gate and once per sub-circuit.
+    three: Option<(GateGarbler, &'a mut Prg)>,
 }
 
 impl<'a> StreamGarbler<'a> {
-    /// A garbler with offset `delta` (odd) whose AND counter starts at
-    /// `counter`, sending its tables (and a reveal's decoding bits) to `ch`.
+    /// A half-gates garbler with offset `delta` (odd) whose AND counter starts
+    /// at `counter`, sending its tables (and a reveal's decoding bits) to `ch`.
     pub fn new(hasher: &'a Hasher, delta: Block, counter: u64, ch: &'a mut dyn Channel) -> Self {
         StreamGarbler {
             hasher,
@@ -166,6 +185,61 @@ impl<'a> StreamGarbler<'a> {
             err: None,
             fused: hasher.fused(),
             scratch: Vec::new(),
+            three: None,
+        }
+    }
+
+    /// A garbler as [`StreamGarbler::new`] under `scheme`. `prg` is the
+    /// garbler's secret randomness: three-halves draws its coins from it (two
+    /// bits per AND gate), half-gates draws nothing. It must not be seeded
+    /// from anything the evaluator knows (a session's comes from the OS).
+    pub fn with_scheme(
+        hasher: &'a Hasher,
+        delta: Block,
+        counter: u64,
+        ch: &'a mut dyn Channel,
+        scheme: Scheme,
+        prg: &'a mut Prg,
+    ) -> Self {
+        let mut g = StreamGarbler::new(hasher, delta, counter, ch);
+        if scheme == Scheme::ThreeHalves {
+            g.three = Some((GateGarbler::new(hasher, delta), prg));
+        }
+        g
+    }
+
+    /// Where the next table of `tb` bytes goes in the buffer (the buffer is
+    /// sent first when it has no room for it); `None` after an error.
+    #[inline(always)]
+    fn table_at(&mut self, tb: usize) -> Option<usize> {
+        if self.err.is_some() {
+            return None;
+        }
+        if self.fill + tb > CHUNK_BYTES {
+            self.drain();
+            if self.err.is_some() {
+                return None;
+            }
+        }
+        let at = self.fill;
+        self.fill += tb;
+        Some(at)
+    }
+
+    /// A three-halves AND gate ([`StreamGarbler::and_raw`] under three-halves).
+    #[inline]
+    fn and_three_halves(&mut self, a0: Block, b0: Block) -> Block {
+        const TB: usize = threehalves::TABLE_BYTES;
+        let Some(at) = self.table_at(TB) else {
+            return Block::ZERO;
+        };
+        let j = self.counter;
+        self.counter += 1;
+        let t = &mut self.buf[at..at + TB];
+        match self.three.as_mut() {
+            Some((gg, prg)) => gg.garble(self.hasher, prg, (a0, b0), j, t),
+            // Not reached: `and_raw` comes here under three-halves only.
+            None => Block::ZERO,
         }
     }
 
@@ -201,17 +275,13 @@ impl Gen for StreamGarbler<'_> {
         a ^ self.delta
     }
     fn and_raw(&mut self, a0: Block, b0: Block) -> Block {
-        if self.err.is_some() {
+        if self.three.is_some() {
+            return self.and_three_halves(a0, b0);
+        }
+        let Some(at) = self.table_at(TABLE_BYTES) else {
             return Block::ZERO;
-        }
-        if self.fill + TABLE_BYTES > CHUNK_BYTES {
-            self.drain();
-            if self.err.is_some() {
-                return Block::ZERO;
-            }
-        }
-        let t = &mut self.buf[self.fill..self.fill + TABLE_BYTES];
-        self.fill += TABLE_BYTES;
+        };
+        let t = &mut self.buf[at..at + TABLE_BYTES];
         let j = self.counter;
         self.counter += 1;
         let delta = self.delta;
@@ -302,7 +372,15 @@ impl Gen for StreamGarbler<'_> {
         }
         let ch = &mut self.ch;
         let mut sink = |t: &[u8]| ch.send(t);
-        if let Err(e) = crate::gc::garble(p, self.hasher, delta, l, &mut self.counter, &mut sink) {
+        // The scheme's garbling of a compiled program, fused per-run kernels included.
+        let (hasher, counter) = (self.hasher, &mut self.counter);
+        let done = match self.three.as_mut() {
+            None => crate::gc::garble(p, hasher, delta, l, counter, &mut sink),
+            Some((_, prg)) => {
+                Scheme::ThreeHalves.garble(p, hasher, delta, prg, l, counter, &mut sink)
+            }
+        };
+        if let Err(e) = done {
             self.err = Some(e.into());
         }
         p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
@@ -335,6 +413,9 @@ pub struct StreamEvaluator<'a> {
     err: Option<SessionError>,
     fused: bool,
     scratch: Vec<Block>,
+    /// The session's garbling scheme (tested once per AND gate and once per
+    /// sub-circuit).
+    scheme: Scheme,
 }
 
 /// The generator emitted more AND gates than counted (before a reveal, or in total).
@@ -343,13 +424,25 @@ const OVERRUN: &str = "the circuit emitted more AND gates than it counted";
 const MISPLACED: &str = "the circuit revealed where its count did not put a reveal";
 
 impl<'a> StreamEvaluator<'a> {
-    /// An evaluator of a circuit counted as `stats` (its AND gates and its reveals) whose
-    /// AND counter starts at `counter`, reading tables from `ch`.
+    /// A half-gates evaluator of a circuit counted as `stats` (its AND gates and its
+    /// reveals) whose AND counter starts at `counter`, reading tables from `ch`.
     pub fn new(
         hasher: &'a Hasher,
         counter: u64,
         stats: &GenStats,
         ch: &'a mut dyn Channel,
+    ) -> Self {
+        StreamEvaluator::with_scheme(hasher, counter, stats, ch, Scheme::HalfGates)
+    }
+
+    /// An evaluator as [`StreamEvaluator::new`] of tables garbled under `scheme`
+    /// ([`Scheme::table_bytes`] per AND gate).
+    pub fn with_scheme(
+        hasher: &'a Hasher,
+        counter: u64,
+        stats: &GenStats,
+        ch: &'a mut dyn Channel,
+        scheme: Scheme,
     ) -> Self {
         let and_gates = stats.stats.and_gates();
         let mut e = StreamEvaluator {
@@ -367,9 +460,54 @@ impl<'a> StreamEvaluator<'a> {
             err: None,
             fused: hasher.fused(),
             scratch: Vec::new(),
+            scheme,
         };
-        e.remaining = e.segment_tables(0) * TABLE_BYTES as u64;
+        e.remaining = e.segment_tables(0) * scheme.table_bytes() as u64;
         e
+    }
+
+    /// Where the next table of `TB` bytes is in the buffer, read from the channel when
+    /// the buffer has none left; `None` after an error, or when the count has no table
+    /// left before the next reveal or the end (an overrun, which is the error then).
+    ///
+    /// The buffer holds whole tables only: `remaining` counts whole tables, and each
+    /// read takes the most whole tables that fit in [`CHUNK_BYTES`] (all of it for
+    /// half-gates' 32-byte tables, 2,621 three-halves tables), so when fewer than `TB`
+    /// bytes are left in the buffer, none are.
+    #[inline(always)]
+    fn table_at<const TB: usize>(&mut self) -> Option<usize> {
+        if self.err.is_some() {
+            return None;
+        }
+        if self.pos + TB > self.avail {
+            let want = ((CHUNK_BYTES / TB * TB) as u64).min(self.remaining) as usize;
+            if want < TB {
+                self.err = Some(SessionError::Protocol(OVERRUN));
+                return None;
+            }
+            if let Err(e) = self.ch.recv(&mut self.buf[..want]) {
+                self.err = Some(e.into());
+                return None;
+            }
+            self.remaining -= want as u64;
+            self.avail = want;
+            self.pos = 0;
+        }
+        let at = self.pos;
+        self.pos += TB;
+        Some(at)
+    }
+
+    /// A three-halves AND gate ([`StreamEvaluator::and_raw`] under three-halves).
+    #[inline]
+    fn and_three_halves(&mut self, wa: Block, wb: Block) -> Block {
+        const TB: usize = threehalves::TABLE_BYTES;
+        let Some(at) = self.table_at::<TB>() else {
+            return Block::ZERO;
+        };
+        let j = self.counter;
+        self.counter += 1;
+        threehalves::eval_one(self.hasher, wa, wb, j, &self.buf[at..at + TB])
     }
 
     /// AND gates between the reveal before segment `i` (or the start) and the next (or
@@ -400,26 +538,13 @@ impl Gen for StreamEvaluator<'_> {
         a
     }
     fn and_raw(&mut self, wa: Block, wb: Block) -> Block {
-        if self.err.is_some() {
+        if self.scheme == Scheme::ThreeHalves {
+            return self.and_three_halves(wa, wb);
+        }
+        let Some(at) = self.table_at::<TABLE_BYTES>() else {
             return Block::ZERO;
-        }
-        if self.pos + TABLE_BYTES > self.avail {
-            // Chunks are whole tables, so pos == avail here.
-            let want = (CHUNK_BYTES as u64).min(self.remaining) as usize;
-            if want < TABLE_BYTES {
-                self.err = Some(SessionError::Protocol(OVERRUN));
-                return Block::ZERO;
-            }
-            if let Err(e) = self.ch.recv(&mut self.buf[..want]) {
-                self.err = Some(e.into());
-                return Block::ZERO;
-            }
-            self.remaining -= want as u64;
-            self.avail = want;
-            self.pos = 0;
-        }
-        let t = &self.buf[self.pos..self.pos + TABLE_BYTES];
-        self.pos += TABLE_BYTES;
+        };
+        let t = &self.buf[at..at + TABLE_BYTES];
         let j = self.counter;
         self.counter += 1;
         if self.fused {
@@ -450,7 +575,7 @@ impl Gen for StreamEvaluator<'_> {
             return None;
         }
         self.next += 1;
-        self.remaining = self.segment_tables(self.next) * TABLE_BYTES as u64;
+        self.remaining = self.segment_tables(self.next) * self.scheme.table_bytes() as u64;
         let mut d = vec![0u8; w.len().div_ceil(8)];
         if let Err(e) = self.ch.recv(&mut d) {
             self.err = Some(e.into());
@@ -492,7 +617,7 @@ impl Gen for StreamEvaluator<'_> {
         F: FnOnce(&mut Self, &[W<Block>], &[W<Block>]) -> Word<Block>,
     {
         let p = sub.program();
-        let need = p.and_gates() * TABLE_BYTES as u64;
+        let need = p.and_gates() * self.scheme.table_bytes() as u64;
         let buffered = (self.avail - self.pos) as u64;
         if self.err.is_none() && need > buffered + self.remaining {
             self.err = Some(SessionError::Protocol(OVERRUN));
@@ -532,7 +657,11 @@ impl Gen for StreamEvaluator<'_> {
             }
             Ok(())
         };
-        if let Err(e) = crate::gc::evaluate(p, self.hasher, l, &mut self.counter, &mut src) {
+        // The scheme's evaluation of a compiled program, fused per-run kernels included.
+        if let Err(e) = self
+            .scheme
+            .evaluate(p, self.hasher, l, &mut self.counter, &mut src)
+        {
             self.err = Some(SessionError::Channel(e));
         }
         p.outputs.iter().map(|&s| W::V(l[s as usize])).collect()
@@ -540,51 +669,61 @@ impl Gen for StreamEvaluator<'_> {
 }
 
 /// Bytes of the header each party sends at Init: [`MAGIC`], the circuit's digest, the
-/// hash's id and the seed (zero for the fixed-key hash).
+/// hash's id ([`crate::hash::GcHash::id`], 4 bytes), the scheme's id ([`Scheme::id`], 4
+/// bytes) and the seed (zero for the fixed-key hash).
 pub const HEADER_BYTES: usize = 64;
 
-/// What each party of a session over `c` must write to its transport, in bytes, from the
-/// protocol's messages alone: `(garbler, evaluator)`, with `stats` the generator's count of
-/// `c` ([`generator::stats`]: its AND gates, and the outputs that folded to constants, which
-/// carry no check). The same messages as [`crate::session::expected_wire_bytes`] for one
-/// evaluation, with this protocol's 64-byte header. A session's socket counters are
+/// What each party of a session over `c` garbled with `scheme` must write to its
+/// transport, in bytes, from the protocol's messages alone: `(garbler, evaluator)`, with
+/// `stats` the generator's count of `c` ([`generator::stats`]: its AND gates, and the
+/// outputs that folded to constants, which carry no check). The same messages as
+/// [`crate::session::expected_wire_bytes_with`] for one evaluation ([`Scheme::table_bytes`]
+/// per AND gate), with this protocol's 64-byte header. A session's socket counters are
 /// checked against it.
-pub fn expected_wire_bytes<G: Generator>(c: &G, stats: &generator::GenStats) -> (u64, u64) {
+pub fn expected_wire_bytes<G: Generator>(
+    c: &G,
+    stats: &generator::GenStats,
+    scheme: Scheme,
+) -> (u64, u64) {
     // Each reveal: the decoding bits to the evaluator, the values back.
     let reveal: u64 = stats.reveals.iter().map(|r| r.1.div_ceil(8) as u64).sum();
-    let (g, e) = crate::session::predicted_wire_bytes(
+    let (g, e) = crate::session::wire_bytes(
         HEADER_BYTES as u64,
         c.garbler_input_bits(),
         c.evaluator_input_bits(),
         c.output_bits(),
         c.output_bits() - stats.constant_outputs as usize,
-        stats.stats.and_gates(),
+        stats.stats.and_gates() * scheme.table_bytes() as u64,
         1,
     );
     (g + reveal, e + reveal)
 }
 
-fn header(digest: &[u8; 32], hp: HashParams) -> [u8; HEADER_BYTES] {
+/// Our header: the hash's bytes ([`HashParams::bytes`]) with the scheme's id in the high
+/// 4 bytes of the hash's 8 (as [`crate::session`]'s header).
+fn header(digest: &[u8; 32], hp: HashParams, scheme: Scheme) -> [u8; HEADER_BYTES] {
     let mut h = [0u8; HEADER_BYTES];
     h[..8].copy_from_slice(&MAGIC);
     h[8..40].copy_from_slice(digest);
     h[40..].copy_from_slice(&hp.bytes());
+    h[44..48].copy_from_slice(&scheme.id().to_le_bytes());
     h
 }
 
 const BAD_MAGIC: &str =
     "bad magic: the peer is not a ccbench generated-circuit peer of this version";
 
-/// Checks a peer's header against ours (hash `hash`); returns the peer's seed.
+/// Checks a peer's header against ours (hash and scheme `ours`): the hash, then the
+/// scheme, then the circuit. Returns the peer's seed.
 fn check_header(
     digest: &[u8; 32],
-    hash: crate::hash::GcHash,
+    ours: (crate::hash::GcHash, Scheme),
     got: &[u8; HEADER_BYTES],
 ) -> Result<Block, SessionError> {
     if got[..8] != MAGIC {
         return Err(SessionError::Protocol(BAD_MAGIC));
     }
-    let seed = HashParams::check(hash, &got[40..])?;
+    let seed = check_hash_scheme(ours, &got[40..])?;
     if got[8..40] != digest[..] {
         return Err(SessionError::CircuitMismatch);
     }
@@ -629,7 +768,7 @@ fn decode_bits(out: &[W<Block>]) -> Vec<bool> {
 fn report(
     role: Role,
     stats: &GenStats,
-    hasher: &Hasher,
+    (hasher, scheme): (&Hasher, Scheme),
     st: Stages,
     t0: Instant,
     moved: Counters,
@@ -640,12 +779,12 @@ fn report(
         evaluations: 1,
         backend: hasher.backend(),
         hash: hasher.kind(),
-        scheme: Scheme::HalfGates,
+        scheme,
         stages: st.acc,
         circuit: stats.stats.clone(),
         // Labels live in the generator's values; no slot array.
         label_slots: 0,
-        table_bytes: stats.stats.count(GateKind::And) * TABLE_BYTES as u64,
+        table_bytes: stats.stats.count(GateKind::And) * scheme.table_bytes() as u64,
         total: t0.elapsed(),
         busy,
         compile: Duration::ZERO,
@@ -657,15 +796,6 @@ fn report(
     }
 }
 
-/// This session garbles with half-gates only: another scheme is refused before a byte is
-/// sent.
-fn half_gates_only(opts: &SessionOptions) -> Result<(), SessionError> {
-    match opts.scheme {
-        Scheme::HalfGates => Ok(()),
-        other => Err(SessionError::SchemeUnsupported(other)),
-    }
-}
-
 /// Runs the garbler of a generated circuit once (the Load stage counts its
 /// gates with [`generator::stats`] for the digest exchanged at Init).
 pub fn run_garbler<C: Channel, G: Generator>(
@@ -674,7 +804,6 @@ pub fn run_garbler<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    half_gates_only(opts)?;
     apply_deadline(opts.deadline, ch);
     let ch = &mut RoundTrips::new(ch);
     let clocks = Clocks::start(ch);
@@ -691,11 +820,11 @@ pub fn run_garbler<C: Channel, G: Generator>(
     let stats = generator::stats(c);
 
     st.enter(Stage::Init, ch);
-    ch.send(&header(&stats.digest, hp))?;
+    ch.send(&header(&stats.digest, hp, opts.scheme))?;
     ch.flush()?;
     let mut ack = [0u8; HEADER_BYTES];
     ch.recv(&mut ack)?;
-    if check_header(&stats.digest, hp.hash, &ack)? != hp.seed {
+    if check_header(&stats.digest, (hp.hash, opts.scheme), &ack)? != hp.seed {
         return Err(SessionError::Protocol(
             "the peer echoed another hash seed than ours",
         ));
@@ -717,7 +846,8 @@ pub fn run_garbler<C: Channel, G: Generator>(
     let elabels: Word<Block> = elabels.into_iter().map(W::V).collect();
 
     st.enter(Stage::Garble, ch);
-    let mut g = StreamGarbler::new(&hasher, delta, 0, ch);
+    // Three-halves' coins come from this session's PRG, seeded from the OS.
+    let mut g = StreamGarbler::with_scheme(&hasher, delta, 0, ch, opts.scheme, &mut prg);
     let out = c.generate(&mut g, &glabels, &elabels);
     drop((glabels, elabels));
     g.finish()?;
@@ -737,7 +867,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
         report: report(
             Role::Garbler,
             &stats,
-            &hasher,
+            (&hasher, opts.scheme),
             st,
             t0,
             moved,
@@ -753,7 +883,6 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     input: &[bool],
     opts: &SessionOptions,
 ) -> Result<SessionOutput, SessionError> {
-    half_gates_only(opts)?;
     apply_deadline(opts.deadline, ch);
     let ch = &mut RoundTrips::new(ch);
     let clocks = Clocks::start(ch);
@@ -774,16 +903,17 @@ pub fn run_evaluator<C: Channel, G: Generator>(
         // Not a ccbench peer: nothing to answer.
         return Err(SessionError::Protocol(BAD_MAGIC));
     }
-    // Answer before checking, so that a mismatch is reported on both sides; the
-    // seed goes back as received.
-    let seed = HashParams::check(opts.hash, &hdr[40..]).unwrap_or(Block::ZERO);
+    // Answer before checking, so that a mismatch (hash, scheme or circuit) is reported on
+    // both sides, naming both sides' values; the seed goes back as received.
+    let ours = (opts.hash, opts.scheme);
+    let seed = check_hash_scheme(ours, &hdr[40..]).unwrap_or(Block::ZERO);
     let hp = HashParams {
         hash: opts.hash,
         seed,
     };
-    ch.send(&header(&stats.digest, hp))?;
+    ch.send(&header(&stats.digest, hp, opts.scheme))?;
     ch.flush()?;
-    check_header(&stats.digest, opts.hash, &hdr)?;
+    check_header(&stats.digest, ours, &hdr)?;
     let hasher = hp.hasher(opts.backend)?;
     let mut prg = Prg::from_os()?;
 
@@ -800,7 +930,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     drop(raw);
 
     st.enter(Stage::Garble, ch);
-    let mut e = StreamEvaluator::new(&hasher, 0, &stats, ch);
+    let mut e = StreamEvaluator::with_scheme(&hasher, 0, &stats, ch, opts.scheme);
     let out = c.generate(&mut e, &glabels, &elabels);
     drop((glabels, elabels));
     e.finish()?;
@@ -834,7 +964,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
         report: report(
             Role::Evaluator,
             &stats,
-            &hasher,
+            (&hasher, opts.scheme),
             st,
             t0,
             moved,
@@ -843,14 +973,16 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     })
 }
 
-/// Garbles and evaluates `c` in one process, without a channel or OT:
+/// Garbles and evaluates `c` under `scheme` in one process, without a channel or OT:
 /// tables go through a small in-memory queue as they are produced (the
 /// evaluator runs in a second thread). For tests and for measuring
-/// garbling alone. Returns the outputs, or the first error (a refused reveal:
+/// garbling alone. `prg` gives the offset, the labels and three-halves' coins.
+/// Returns the outputs, or the first error (a refused reveal:
 /// [`SessionError::Refused`]).
 pub fn simulate<G: Generator + Sync>(
     c: &G,
     hasher: &Hasher,
+    scheme: Scheme,
     prg: &mut Prg,
     garbler: &[bool],
     evaluator: &[bool],
@@ -870,7 +1002,7 @@ pub fn simulate<G: Generator + Sync>(
     let (mut tx, mut rx) = crate::channel::mem_pair(crate::channel::DEFAULT_TIMEOUT);
     std::thread::scope(|s| {
         let ev = s.spawn(move || {
-            let mut e = StreamEvaluator::new(hasher, 0, &stats, &mut rx);
+            let mut e = StreamEvaluator::with_scheme(hasher, 0, &stats, &mut rx, scheme);
             let out = c.generate(&mut e, eb, ee);
             e.finish()?;
             let mut d = vec![0u8; out.len().div_ceil(8)];
@@ -886,7 +1018,7 @@ pub fn simulate<G: Generator + Sync>(
                     .collect::<Vec<bool>>(),
             )
         });
-        let mut g = StreamGarbler::new(hasher, delta, 0, &mut tx);
+        let mut g = StreamGarbler::with_scheme(hasher, delta, 0, &mut tx, scheme, prg);
         let out = c.generate(&mut g, gb, ge);
         let done = g.finish().and_then(|_| {
             tx.send(&bytes_from_bits(&decode_bits(&out)))?;
@@ -938,18 +1070,86 @@ mod tests {
         (bits_from_bytes(&a, 320), bits_from_bytes(&b, 320))
     }
 
-    #[test]
-    fn simulate_matches_plain_on_every_backend() {
-        let (a, b) = inputs();
-        let want = eval_plain(&Sha, &a, &b);
-        for backend in [
-            crate::hash::Backend::detect(),
-            crate::hash::Backend::Portable,
-        ] {
-            let h = Hasher::with_backend(backend).unwrap();
-            let mut prg = Prg::from_seed([7; 16]);
-            assert_eq!(simulate(&Sha, &h, &mut prg, &a, &b).unwrap(), want);
+    /// Every hasher of both garbling hashes: portable, and where the CPU has them AES-NI
+    /// with the fused kernels (AVX-512VL and AVX2 instances) and without VAES (the generic
+    /// code of both schemes).
+    fn every_hasher() -> Vec<Hasher> {
+        crate::hash::GcHash::ALL
+            .into_iter()
+            .flat_map(crate::gc::tests::hashers_of)
+            .collect()
+    }
+
+    /// `simulate` of `c` under both schemes and every hasher: the outputs of plain
+    /// evaluation (or its refusal).
+    fn simulate_everywhere<G: Generator + Sync>(c: &G, a: &[bool], b: &[bool]) {
+        let want = generator::try_eval_plain(c, a, b);
+        for scheme in Scheme::ALL {
+            for h in every_hasher() {
+                let mut prg = Prg::from_seed([7; 16]);
+                let got = simulate(c, &h, scheme, &mut prg, a, b);
+                let what = format!("{} {scheme} {:?} fused {}", c.name(), h.kind(), h.fused());
+                match &want {
+                    Ok(w) => assert_eq!(got.as_ref().ok(), Some(w), "{what}: {got:?}"),
+                    Err(w) => assert!(
+                        matches!(got, Err(SessionError::Refused(r)) if r == *w),
+                        "{what}: {got:?}"
+                    ),
+                }
+            }
         }
+    }
+
+    #[test]
+    fn simulate_matches_plain_on_every_backend_hash_and_scheme() {
+        let (a, b) = inputs();
+        simulate_everywhere(&Sha, &a, &b);
+    }
+
+    /// Field multiplications and squarings (compiled sub-circuits, [`Gen::call`]) between
+    /// gates emitted one at a time, so that a call finds tables of single gates in the
+    /// evaluator's buffer and single gates follow it; one multiplication has constant
+    /// inputs (the top bits, as the field's top bit is). Out: `((a & b) * b)^2 & a`, then
+    /// `a * (b with its top 8 bits cleared)`.
+    struct Calls;
+    impl Generator for Calls {
+        fn name(&self) -> String {
+            "calls".into()
+        }
+        fn garbler_input_bits(&self) -> usize {
+            256
+        }
+        fn evaluator_input_bits(&self) -> usize {
+            256
+        }
+        fn output_bits(&self) -> usize {
+            512
+        }
+        fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+            use crate::ed25519::field;
+            let x = g.and_w(a, b);
+            let y = field::mul(g, &x, b);
+            let z = field::square(g, &y);
+            let mut out = g.and_w(&z, a);
+            let mut bc = b.to_vec();
+            bc[248..].fill(W::C(false));
+            out.extend(field::mul(g, a, &bc));
+            out
+        }
+    }
+
+    fn calls_inputs() -> (Vec<bool>, Vec<bool>) {
+        let a: Vec<u8> = (0..32u8).map(|x| x.wrapping_mul(91) ^ 0x3c).collect();
+        let b: Vec<u8> = (0..32u8)
+            .map(|x| x.wrapping_mul(13).wrapping_add(5))
+            .collect();
+        (bits_from_bytes(&a, 256), bits_from_bytes(&b, 256))
+    }
+
+    #[test]
+    fn sub_circuit_calls_garble_and_evaluate_as_in_plain() {
+        let (a, b) = calls_inputs();
+        simulate_everywhere(&Calls, &a, &b);
     }
 
     /// Lookups in public tables of random bits: the evaluator's 7 bits pick an entry of each
@@ -999,13 +1199,10 @@ mod tests {
 
     #[test]
     fn lookups_garble_and_evaluate_as_in_plain() {
-        let h = Hasher::with_backend(crate::hash::Backend::detect()).unwrap();
-        let mut prg = Prg::from_seed([3; 16]);
         for (x, y) in [(0u8, 0u8), (31, 127), (17, 64), (5, 99)] {
             let a = bits_from_bytes(&[x], 5);
             let b = bits_from_bytes(&[y], 7);
-            let want = eval_plain(&Lookups, &a, &b);
-            assert_eq!(simulate(&Lookups, &h, &mut prg, &a, &b).unwrap(), want);
+            simulate_everywhere(&Lookups, &a, &b);
         }
     }
 
@@ -1047,31 +1244,76 @@ mod tests {
         }
     }
 
+    /// Both parties of a session of `c` over memory under `opts`.
+    fn session<G: Generator + Sync>(
+        c: &G,
+        a: &[bool],
+        b: &[bool],
+        opts: &SessionOptions,
+    ) -> (
+        Result<SessionOutput, SessionError>,
+        Result<SessionOutput, SessionError>,
+    ) {
+        let (mut x, mut y) = mem_pair(Duration::from_secs(10));
+        std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, c, b, opts));
+            let g = run_garbler(&mut x, c, a, opts);
+            (g, e.join().unwrap())
+        })
+    }
+
+    /// A session of `c` under `scheme`: both parties get the plain outputs, report the
+    /// scheme and its table bytes, and every byte either party sent is one the protocol's
+    /// messages account for ([`expected_wire_bytes`] under `scheme`).
+    fn session_is_exact<G: Generator + Sync>(c: &G, a: &[bool], b: &[bool], scheme: Scheme) {
+        let want = eval_plain(c, a, b);
+        let opts = SessionOptions {
+            scheme,
+            ..SessionOptions::default()
+        };
+        let (g, e) = session(c, a, b, &opts);
+        let (g, e) = (g.unwrap(), e.unwrap());
+        assert_eq!((&g.outputs[0], &e.outputs[0]), (&want, &want), "{scheme}");
+        assert_eq!((g.report.scheme, e.report.scheme), (scheme, scheme));
+        let gs = generator::stats(c);
+        let tables = gs.stats.and_gates() * scheme.table_bytes() as u64;
+        assert_eq!(g.report.table_bytes, tables);
+        assert!(g.report.stage(Stage::Garble).bytes_sent >= tables);
+        let predicted = expected_wire_bytes(c, &gs, scheme);
+        assert_eq!((g.report.bytes_sent, e.report.bytes_sent), predicted);
+        assert_eq!(
+            (g.report.wire_bytes_sent, g.report.wire_bytes_received),
+            predicted,
+            "{} {scheme}",
+            c.name()
+        );
+    }
+
     #[test]
     fn two_party_session_over_memory() {
         let (a, b) = inputs();
-        let want = eval_plain(&Sha, &a, &b);
-        let (mut x, mut y) = mem_pair(Duration::from_secs(10));
-        let opts = SessionOptions::default();
-        let (ga, gb) = std::thread::scope(|s| {
-            let e = s.spawn(|| run_evaluator(&mut y, &Sha, &b, &opts));
-            let g = run_garbler(&mut x, &Sha, &a, &opts);
-            (g, e.join().unwrap())
-        });
-        let (g, e) = (ga.unwrap(), gb.unwrap());
-        assert_eq!(g.outputs[0], want);
-        assert_eq!(e.outputs[0], want);
+        for scheme in Scheme::ALL {
+            session_is_exact(&Sha, &a, &b, scheme);
+        }
+        // Three-halves saves exactly 7 bytes per AND gate on the wire, all of them the
+        // garbler's.
         let gs = generator::stats(&Sha);
-        let ands = gs.stats.and_gates();
-        assert_eq!(g.report.table_bytes, ands * 32);
-        assert!(g.report.stage(Stage::Garble).bytes_sent >= ands * 32);
-        // Every byte either party sent is one the protocol's messages account for.
-        let want = expected_wire_bytes(&Sha, &gs);
-        assert_eq!((g.report.bytes_sent, e.report.bytes_sent), want);
-        assert_eq!(
-            (g.report.wire_bytes_sent, g.report.wire_bytes_received),
-            want
+        let (h, t) = (
+            expected_wire_bytes(&Sha, &gs, Scheme::HalfGates),
+            expected_wire_bytes(&Sha, &gs, Scheme::ThreeHalves),
         );
+        assert_eq!((h.0 - t.0, h.1), (7 * gs.stats.and_gates(), t.1));
+    }
+
+    /// Sub-circuit calls between single gates, and lookups, in sessions under both schemes.
+    #[test]
+    fn two_party_sessions_with_calls_and_lookups() {
+        let (a, b) = calls_inputs();
+        let (x, y) = (bits_from_bytes(&[19], 5), bits_from_bytes(&[101], 7));
+        for scheme in Scheme::ALL {
+            session_is_exact(&Calls, &a, &b, scheme);
+            session_is_exact(&Lookups, &x, &y, scheme);
+        }
     }
 
     /// Outputs that fold to constants carry no check bytes: the prediction counts only the
@@ -1105,20 +1347,20 @@ mod tests {
             vec![true, false, true, true, false, false, true, true],
         );
         let want = eval_plain(&WithConstants, &a, &b);
-        let (mut x, mut y) = mem_pair(Duration::from_secs(5));
-        let opts = SessionOptions::default();
-        let (g, e) = std::thread::scope(|s| {
-            let e = s.spawn(|| run_evaluator(&mut y, &WithConstants, &b, &opts));
-            let g = run_garbler(&mut x, &WithConstants, &a, &opts);
-            (g, e.join().unwrap())
-        });
-        let (g, e) = (g.unwrap(), e.unwrap());
-        assert_eq!((&g.outputs[0], &e.outputs[0]), (&want, &want));
-        let predicted = expected_wire_bytes(&WithConstants, &gs);
-        assert_eq!(
-            (g.report.wire_bytes_sent, e.report.wire_bytes_sent),
-            predicted
-        );
+        for scheme in Scheme::ALL {
+            let opts = SessionOptions {
+                scheme,
+                ..SessionOptions::default()
+            };
+            let (g, e) = session(&WithConstants, &a, &b, &opts);
+            let (g, e) = (g.unwrap(), e.unwrap());
+            assert_eq!((&g.outputs[0], &e.outputs[0]), (&want, &want));
+            let predicted = expected_wire_bytes(&WithConstants, &gs, scheme);
+            assert_eq!(
+                (g.report.wire_bytes_sent, e.report.wire_bytes_sent),
+                predicted
+            );
+        }
     }
 
     /// A circuit that reveals `a & b` in its middle, refuses an all-zero value, and goes on
@@ -1159,25 +1401,41 @@ mod tests {
         bits_from_bytes(&[x ^ (x.reverse_bits() & b)], 8)
     }
 
-    /// The reveal in a session: both parties get the plain outputs, the counted position
-    /// and the wire bytes are exact; a refused value stops both with the typed error.
+    /// The reveal in a session, under both schemes: both parties get the plain outputs,
+    /// the counted position and the wire bytes are exact; a refused value stops both with
+    /// the typed error (in `simulate` too, with every hasher).
     #[test]
     fn a_mid_circuit_reveal_round_trips_and_a_refusal_stops_both() {
         let st = generator::stats(&RevealAnd);
         assert_eq!(st.reveals, vec![(8, 8)]);
         assert_eq!(st.stats.and_gates(), 16);
-        for (a, b, refused) in [(0xb5u8, 0x6eu8, false), (0x0f, 0xf0, true)] {
+        for (a, b) in [(0xb5u8, 0x6eu8), (0x0f, 0xf0)] {
+            simulate_everywhere(
+                &RevealAnd,
+                &bits_from_bytes(&[a], 8),
+                &bits_from_bytes(&[b], 8),
+            );
+        }
+        for (scheme, (a, b, refused)) in Scheme::ALL
+            .into_iter()
+            .flat_map(|s| [(s, (0xb5u8, 0x6eu8, false)), (s, (0x0f, 0xf0, true))])
+        {
             let (ab, bb) = (bits_from_bytes(&[a], 8), bits_from_bytes(&[b], 8));
             let plain = generator::try_eval_plain(&RevealAnd, &ab, &bb);
             let h = Hasher::new();
-            let sim = simulate(&RevealAnd, &h, &mut Prg::from_seed([3; 16]), &ab, &bb);
-            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
-            let opts = SessionOptions::default();
-            let (g, e) = std::thread::scope(|s| {
-                let e = s.spawn(|| run_evaluator(&mut y, &RevealAnd, &bb, &opts));
-                let g = run_garbler(&mut x, &RevealAnd, &ab, &opts);
-                (g, e.join().unwrap())
-            });
+            let sim = simulate(
+                &RevealAnd,
+                &h,
+                scheme,
+                &mut Prg::from_seed([3; 16]),
+                &ab,
+                &bb,
+            );
+            let opts = SessionOptions {
+                scheme,
+                ..SessionOptions::default()
+            };
+            let (g, e) = session(&RevealAnd, &ab, &bb, &opts);
             if refused {
                 let want = Refused("all zero");
                 assert_eq!(plain, Err(want));
@@ -1191,10 +1449,11 @@ mod tests {
             assert_eq!(sim.unwrap(), want);
             let (g, e) = (g.unwrap(), e.unwrap());
             assert_eq!((&g.outputs[0], &e.outputs[0]), (&want, &want));
-            let predicted = expected_wire_bytes(&RevealAnd, &st);
+            let predicted = expected_wire_bytes(&RevealAnd, &st, scheme);
             assert_eq!(
                 (g.report.wire_bytes_sent, e.report.wire_bytes_sent),
-                predicted
+                predicted,
+                "{scheme}"
             );
         }
         // No flat form.
@@ -1272,6 +1531,154 @@ mod tests {
                 matches!(e, Err(SessionError::HashMismatch { ours, peer }) if ours == eh && peer == gh),
                 "{e:?}"
             );
+        }
+    }
+
+    /// Different schemes: a typed error on both sides naming both, before any OT; the
+    /// same scheme on both sides signs.
+    #[test]
+    fn different_schemes_are_refused_on_both_sides() {
+        let (a, b) = inputs();
+        let want = eval_plain(&Sha, &a, &b);
+        for (gs, es) in [
+            (Scheme::HalfGates, Scheme::ThreeHalves),
+            (Scheme::ThreeHalves, Scheme::HalfGates),
+            (Scheme::ThreeHalves, Scheme::ThreeHalves),
+        ] {
+            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+            let go = SessionOptions {
+                scheme: gs,
+                ..SessionOptions::default()
+            };
+            let eo = SessionOptions { scheme: es, ..go };
+            let (g, e) = std::thread::scope(|s| {
+                let e = s.spawn(|| run_evaluator(&mut y, &Sha, &b, &eo));
+                let g = run_garbler(&mut x, &Sha, &a, &go);
+                (g, e.join().unwrap())
+            });
+            if gs == es {
+                assert_eq!(g.unwrap().outputs[0], want);
+                assert_eq!(e.unwrap().outputs[0], want);
+                continue;
+            }
+            assert!(
+                matches!(g, Err(SessionError::SchemeMismatch { ours, peer }) if ours == gs && peer == es),
+                "{g:?}"
+            );
+            assert!(
+                matches!(e, Err(SessionError::SchemeMismatch { ours, peer }) if ours == es && peer == gs),
+                "{e:?}"
+            );
+            // Only the headers went each way.
+            let hb = HEADER_BYTES as u64;
+            assert_eq!((x.bytes_sent(), y.bytes_sent()), (hb, hb));
+        }
+    }
+
+    /// A header that names a scheme this build does not know: the evaluator answers (so
+    /// that the peer learns of it) and stops with the typed error naming the number.
+    #[test]
+    fn an_unknown_scheme_is_a_typed_error() {
+        let (_, b) = inputs();
+        let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+        let stats = generator::stats(&Sha);
+        let hp = HashParams {
+            hash: crate::hash::GcHash::FixedKey,
+            seed: Block::ZERO,
+        };
+        let mut hdr = header(&stats.digest, hp, Scheme::ThreeHalves);
+        hdr[44..48].copy_from_slice(&9u32.to_le_bytes());
+        let opts = SessionOptions {
+            hash: crate::hash::GcHash::FixedKey,
+            scheme: Scheme::ThreeHalves,
+            ..SessionOptions::default()
+        };
+        let (echo, e) = std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, &Sha, &b, &opts));
+            x.send(&hdr).unwrap();
+            x.flush().unwrap();
+            let mut echo = [0u8; HEADER_BYTES];
+            x.recv(&mut echo).unwrap();
+            (echo, e.join().unwrap())
+        });
+        assert!(
+            matches!(
+                e,
+                Err(SessionError::UnknownScheme {
+                    ours: Scheme::ThreeHalves,
+                    peer: 9
+                })
+            ),
+            "{e:?}"
+        );
+        // The answer names the evaluator's scheme: the garbler would refuse it.
+        assert!(matches!(
+            check_header(&stats.digest, (hp.hash, Scheme::HalfGates), &echo),
+            Err(SessionError::SchemeMismatch {
+                ours: Scheme::HalfGates,
+                peer: Scheme::ThreeHalves
+            })
+        ));
+    }
+
+    /// `n` AND gates of the first input bits, then a reveal of their XOR.
+    struct AndsThenReveal(usize);
+    impl Generator for AndsThenReveal {
+        fn name(&self) -> String {
+            format!("ands-then-reveal-{}", self.0)
+        }
+        fn garbler_input_bits(&self) -> usize {
+            8
+        }
+        fn evaluator_input_bits(&self) -> usize {
+            8
+        }
+        fn output_bits(&self) -> usize {
+            1
+        }
+        fn generate<Gg: Gen>(&self, g: &mut Gg, a: &[W<Gg::L>], b: &[W<Gg::L>]) -> Word<Gg::L> {
+            let mut acc = W::C(false);
+            for k in 0..self.0 {
+                let x = g.and(a[k % 8], b[k % 8]);
+                acc = g.xor(acc, x);
+            }
+            let _ = g.reveal(&[acc]);
+            vec![acc]
+        }
+    }
+
+    /// An evaluator that counted `n` AND gates before a reveal but is handed a circuit with
+    /// more (as a peer that garbles more would make it) stops with the overrun error after
+    /// reading exactly the counted tables, under both schemes: the reveal's bytes behind
+    /// them stay unread, and one gate too many is not accepted.
+    #[test]
+    fn more_and_gates_than_counted_are_an_overrun_that_reads_no_reveal_bytes() {
+        // Tables of 2,700 gates take more than one read of the evaluator's buffer.
+        let (n, more) = (2_700usize, 2_701usize);
+        let counted = generator::stats(&AndsThenReveal(n));
+        assert_eq!(counted.reveals, vec![(n as u64, 1)]);
+        for scheme in Scheme::ALL {
+            let tables = n * scheme.table_bytes();
+            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
+            // The counted tables (zeros: wrong, but the count is what is checked), then a
+            // reveal's decoding byte.
+            let mut bytes = vec![0u8; tables];
+            bytes.push(0xa5);
+            x.send(&bytes).unwrap();
+            x.flush().unwrap();
+            let h = Hasher::new();
+            let mut e = StreamEvaluator::with_scheme(&h, 0, &counted, &mut y, scheme);
+            let labels: Word<Block> = vec![W::V(Block::ZERO); 8];
+            let _ = AndsThenReveal(more).generate(&mut e, &labels, &labels);
+            let r = e.finish();
+            assert!(
+                matches!(r, Err(SessionError::Protocol(m)) if m == OVERRUN),
+                "{scheme}: {r:?}"
+            );
+            assert_eq!(y.bytes_received(), tables as u64, "{scheme}");
+            let mut rest = [0u8; 1];
+            y.recv(&mut rest).unwrap();
+            assert_eq!(rest, [0xa5]);
         }
     }
 

@@ -741,6 +741,93 @@ pub fn evaluate<E>(
     Ok(())
 }
 
+/// Whether the fused kernels may take gate `gate` alone: they count tweaks in
+/// 64 bits (as the `fits` of [`garble_to`] for a run of one gate).
+#[inline(always)]
+fn one_fits(gate: u64) -> bool {
+    gate.checked_add(1).is_some_and(|end| end < u64::MAX / 3)
+}
+
+/// The garbler of one AND gate at a time, for a circuit that is emitted gate
+/// by gate ([`crate::stream::StreamGarbler`]): the same tables as
+/// [`garble_to`] (the fused kernel on a run of one gate where the CPU has
+/// VAES, the generic formulas elsewhere), with the coins drawn two per gate
+/// from the caller's [`Prg`] 64 gates a block, as [`garble_to`] draws them.
+pub(crate) struct GateGarbler {
+    delta: Block,
+    /// [`subsets`] of `delta`, for the generic formulas.
+    d: [u64; 4],
+    /// The fused kernels' tables for `delta`; `None` without VAES.
+    lin: Option<Box<FusedLin>>,
+    /// Coins drawn and not yet used (two bits per gate), and how many gates'.
+    bits: u128,
+    left: u32,
+}
+
+impl GateGarbler {
+    /// A garbler under offset `delta` (odd) for gates hashed by `hasher`.
+    pub(crate) fn new(hasher: &Hasher, delta: Block) -> GateGarbler {
+        GateGarbler {
+            delta,
+            d: subsets(delta),
+            lin: hasher.fused().then(|| Box::new(FusedLin::new(delta))),
+            bits: 0,
+            left: 0,
+        }
+    }
+
+    /// Garbles gate `gate` (the session's AND counter) with input zero labels
+    /// `a0`, `b0`: writes its [`TABLE_BYTES`] to `t` and returns the output's
+    /// zero label. `prg` is the garbler's secret randomness (the coins).
+    #[inline]
+    pub(crate) fn garble(
+        &mut self,
+        hasher: &Hasher,
+        prg: &mut Prg,
+        (a0, b0): (Block, Block),
+        gate: u64,
+        t: &mut [u8],
+    ) -> Block {
+        let mut coins = Coins {
+            prg,
+            bits: self.bits,
+            left: self.left,
+        };
+        let (r1, r2) = coins.two();
+        (self.bits, self.left) = (coins.bits, coins.left);
+        let delta = self.delta;
+        if let Some(f) = self.lin.as_deref().filter(|_| one_fits(gate)) {
+            let mut l = [a0, b0, Block::ZERO, Block::ZERO];
+            hasher.garble_run_3h(f, delta, &mut l, &[[0, 1, 2]], &[r1 | (r2 << 1)], gate, t);
+            return l[2];
+        }
+        let (pa, pb) = (a0.lsb(), b0.lsb());
+        let ca = a0 ^ delta.select(pa);
+        let cb = b0 ^ delta.select(pb);
+        let x = ca ^ cb;
+        let mut h = [ca, ca ^ delta, cb, cb ^ delta, x, x ^ delta];
+        hasher.hash_pairs(&mut h, &[tweak(gate, 0), tweak(gate, 1), tweak(gate, 2)]);
+        let colours = (u8::from(!pa), u8::from(!pb));
+        garble_gate(&h, (ca, cb), &self.d, colours, (r1, r2), t)
+    }
+}
+
+/// Evaluates gate `gate` (the session's AND counter) alone from the active
+/// labels `wa`, `wb` and its [`TABLE_BYTES`] `t`: the output's active label,
+/// as [`evaluate`] computes it (the fused kernel on a run of one gate where
+/// the CPU has VAES).
+#[inline]
+pub(crate) fn eval_one(hasher: &Hasher, wa: Block, wb: Block, gate: u64, t: &[u8]) -> Block {
+    if hasher.fused() && one_fits(gate) {
+        let mut l = [wa, wb, Block::ZERO, Block::ZERO];
+        hasher.eval_run_3h(&mut l, &[[0, 1, 2]], gate, t);
+        return l[2];
+    }
+    let mut h = [wa, wb, wa ^ wb];
+    hasher.hash(&mut h, &[tweak(gate, 0), tweak(gate, 1), tweak(gate, 2)]);
+    eval_gate(&h, wa, wb, t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -784,6 +871,52 @@ mod tests {
                         let got = eval_gate(&he, wa, wb, &t);
                         assert!(got == c0 ^ delta.select(xa && xb), "{xa} {xb} {coins:?}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Gates one at a time ([`GateGarbler`], [`eval_one`]): every hasher of a
+    /// hash (fused kernel, generic code) writes the same tables from the same
+    /// coins, and the evaluator decodes every row, at counters near zero and
+    /// near the fused kernels' limit (where the generic code takes over).
+    #[test]
+    fn gates_one_at_a_time_agree_on_every_hasher_and_decode() {
+        for kind in GcHash::ALL {
+            let hs = hashers_of(kind);
+            let mut want: Option<Vec<u8>> = None;
+            for h in &hs {
+                let mut prg = Prg::from_seed([4; 16]);
+                let mut delta = prg.block();
+                delta.0 |= 1;
+                let mut coins = Prg::from_seed([5; 16]);
+                let mut gg = GateGarbler::new(h, delta);
+                let mut all = Vec::new();
+                // 70 gates: more than one block of coins.
+                for (k, start) in [(0usize, 3u64), (70, u64::MAX / 3 - 40)] {
+                    for i in 0..70u64 {
+                        let g = start + i;
+                        let (a0, b0) = (prg.block(), prg.block());
+                        let mut t = [0u8; TABLE_BYTES];
+                        let c0 = gg.garble(h, &mut coins, (a0, b0), g, &mut t);
+                        all.extend_from_slice(&t);
+                        for (xa, xb) in [(false, false), (false, true), (true, false), (true, true)]
+                        {
+                            let wa = a0 ^ delta.select(xa);
+                            let wb = b0 ^ delta.select(xb);
+                            let got = eval_one(h, wa, wb, g, &t);
+                            assert!(
+                                got == c0 ^ delta.select(xa && xb),
+                                "{kind:?} fused {} gate {} ({xa}, {xb})",
+                                h.fused(),
+                                k + i as usize
+                            );
+                        }
+                    }
+                }
+                match &want {
+                    None => want = Some(all),
+                    Some(w) => assert!(*w == all, "{kind:?} fused {}", h.fused()),
                 }
             }
         }

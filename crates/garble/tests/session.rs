@@ -960,24 +960,3 @@ fn an_unknown_scheme_in_the_header_is_a_typed_error() {
         "{e:?}"
     );
 }
-
-/// The streaming session of generated circuits garbles with half-gates only: three-halves
-/// is refused with a typed error before anything is sent.
-#[test]
-fn the_streaming_session_refuses_three_halves() {
-    let opts = SessionOptions {
-        scheme: Scheme::ThreeHalves,
-        ..SessionOptions::default()
-    };
-    let (mut a, mut b) = mem_pair(Duration::from_secs(5));
-    let sig = garble::ed25519::Ed25519Sign::PUBLISHED;
-    let g = garble::stream::run_garbler(&mut a, &sig, &[], &opts);
-    let e = garble::stream::run_evaluator(&mut b, &sig, &[], &opts);
-    for r in [g, e] {
-        assert!(
-            matches!(r, Err(SessionError::SchemeUnsupported(Scheme::ThreeHalves))),
-            "{r:?}"
-        );
-    }
-    assert_eq!((a.bytes_sent(), b.bytes_sent()), (0, 0));
-}

@@ -69,9 +69,10 @@ pub struct RunOptions {
     /// name; the scenarios map and check it). `None`: each scenario's default (MITCCRH for the
     /// sessions, and `gc-2pc` also measures the other hash beside it).
     pub gc_hash: Option<String>,
-    /// The garbling scheme of `gc-2pc`'s sessions (`--scheme`: `half-gates` or
-    /// `three-halves`, by name; the scenarios map and check it). `None`: half-gates for the
-    /// sessions, and `gc-2pc` also measures three-halves beside it.
+    /// The garbling scheme of the two-party scenarios' sessions (`gc-2pc`, `ed25519-2pc`;
+    /// `--scheme`: `half-gates` or `three-halves`, by name; the scenarios map and check it).
+    /// `None`: half-gates for the sessions, and `gc-2pc` also measures three-halves beside
+    /// it.
     pub gc_scheme: Option<String>,
     /// The link between the two parties of the two-party scenarios (`--net`: a profile's
     /// name, `loopback`, `lan10g`, `lan`, `wan`, `intercontinental`, or `rate=..,rtt=..`;

@@ -508,7 +508,10 @@ fn evaluator_inputs_stay_out_of_environment_and_command_line() {
         scenarios::ed25519_2pc::two_party(
             &garble::ed25519::Ed25519Sign::PUBLISHED,
             &inputs,
-            garble::hash::GcHash::default(),
+            (
+                garble::hash::GcHash::default(),
+                garble::scheme::Scheme::default(),
+            ),
         )
     });
     r.map(|_| ()).unwrap();
@@ -519,12 +522,41 @@ fn evaluator_inputs_stay_out_of_environment_and_command_line() {
     }
 }
 
+/// `ed25519-2pc`'s signature with three-halves between two processes (the scheme reaches
+/// the evaluator process through its spec): both parties' signatures equal aws-lc's and
+/// verify, both sides report the scheme, and the garbler's socket counters equal the
+/// prediction under three-halves, 25 bytes per AND gate.
+fn ed25519_three_halves_between_processes() {
+    use garble::scheme::Scheme;
+    let c = garble::ed25519::Ed25519Sign::REVEAL;
+    let hash = garble::hash::GcHash::default();
+    let signed = scenarios::ed25519_2pc::two_party(
+        &c,
+        &scenarios::ed25519_2pc::SignInputs::new(1),
+        (hash, Scheme::ThreeHalves),
+    )
+    .unwrap();
+    assert_eq!(signed.run.problems(), Vec::<String>::new());
+    let r = &signed.report;
+    assert_eq!((r.scheme, r.hash), (Scheme::ThreeHalves, hash));
+    let gs = garble::generator::stats(&c);
+    assert_eq!(r.table_bytes, 25 * gs.stats.and_gates());
+    assert_eq!(
+        (r.wire_bytes_sent, r.wire_bytes_received),
+        garble::stream::expected_wire_bytes(&c, &gs, Scheme::ThreeHalves)
+    );
+}
+
 fn main() {
     scenarios::run_if_child(&scenarios::enclave_services());
-    let tests: [(&str, fn()); 7] = [
+    let tests: [(&str, fn()); 8] = [
         (
             "evaluator_inputs_stay_out_of_environment_and_command_line",
             evaluator_inputs_stay_out_of_environment_and_command_line,
+        ),
+        (
+            "ed25519_three_halves_between_processes",
+            ed25519_three_halves_between_processes,
         ),
         ("dp_tree_on_every_backend", dp_tree_on_every_backend),
         (

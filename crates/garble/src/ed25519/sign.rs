@@ -264,6 +264,7 @@ mod tests {
     use super::*;
     use crate::circuit::{bits_from_bytes, bytes_from_bits};
     use crate::generator::Counter;
+    use crate::scheme::Scheme;
 
     fn unhex(s: &str) -> Vec<u8> {
         (0..s.len())
@@ -385,11 +386,19 @@ mod tests {
 
     /// Both parties of a session over memory (OT included), each with its own output.
     fn two_party(c: &Ed25519Sign, g: &[bool], e: &[bool]) -> (Party, Party) {
+        two_party_with(c, g, e, Scheme::HalfGates)
+    }
+
+    /// [`two_party`] garbled with `scheme`.
+    fn two_party_with(c: &Ed25519Sign, g: &[bool], e: &[bool], scheme: Scheme) -> (Party, Party) {
         use crate::channel::mem_pair;
         use crate::session::SessionOptions;
         use crate::stream::{run_evaluator, run_garbler};
         let (mut x, mut y) = mem_pair(std::time::Duration::from_secs(60));
-        let opts = SessionOptions::default();
+        let opts = SessionOptions {
+            scheme,
+            ..SessionOptions::default()
+        };
         std::thread::scope(|s| {
             let ev = s.spawn(|| run_evaluator(&mut y, c, e, &opts));
             let gr = run_garbler(&mut x, c, g, &opts);
@@ -451,13 +460,45 @@ mod tests {
             }
             let st = crate::generator::stats(&c);
             assert_eq!(st.reveals, vec![(st.reveals[0].0, reveal::REVEALED_BITS)]);
-            let want = crate::stream::expected_wire_bytes(&c, &st);
+            let want = crate::stream::expected_wire_bytes(&c, &st, Scheme::HalfGates);
             assert_eq!((g.report.wire_bytes_sent, e.report.wire_bytes_sent), want);
             assert_eq!(
                 (g.report.wire_bytes_sent, g.report.wire_bytes_received),
                 want
             );
         }
+    }
+
+    /// The reveal circuit garbled with three-halves (its field sub-circuits in the fused
+    /// per-run kernels, the other gates one at a time): both parties' signatures equal the
+    /// reference, and the wire carries exactly 25 bytes per AND gate counted besides the
+    /// rest of the protocol.
+    #[test]
+    fn two_party_reveal_signature_with_three_halves_equals_the_reference() {
+        let (seed, pk, _, _) = RFC8032[2];
+        let key = key_of(seed, pk);
+        let mut state = 0x2468_ace0_1357_9bdfu64;
+        let msg = xorshift(&mut state, 64);
+        let mask = xorshift(&mut state, 64);
+        let c = Ed25519Sign {
+            msg_len: msg.len(),
+            variant: Variant::Reveal,
+        };
+        let (gbits, ebits) = party_inputs(&c, &key, &mask, &msg, None);
+        let (g, e) = two_party_with(&c, &gbits, &ebits, Scheme::ThreeHalves);
+        let (g, e) = (g.unwrap(), e.unwrap());
+        let want = reference_sign(&key, &msg);
+        for out in [&g.outputs[0], &e.outputs[0]] {
+            assert_eq!(bytes_from_bits(out)[..64], want[..]);
+        }
+        let st = crate::generator::stats(&c);
+        let predicted = crate::stream::expected_wire_bytes(&c, &st, Scheme::ThreeHalves);
+        assert_eq!(g.report.table_bytes, 25 * st.stats.and_gates());
+        assert_eq!(
+            (g.report.wire_bytes_sent, g.report.wire_bytes_received),
+            predicted
+        );
+        assert_eq!(e.report.wire_bytes_sent, predicted.1);
     }
 
     /// A blinding share of 0 (or p) makes the revealed Z zero: both parties stop with a

@@ -336,7 +336,8 @@ fn check(name: &str, verdict: Verdict, message: String) -> Check {
 
 /// Bytes on the wire per signature, as the garbler's socket counted them each way, against
 /// what the protocol's messages predict exactly (`garble::stream::expected_wire_bytes`:
-/// 32 bytes per AND gate plus the header, OT, input labels and outputs). `expected` and
+/// 32 bytes per AND gate under half-gates, 25 under three-halves, plus the header, OT,
+/// input labels and outputs). `expected` and
 /// each of `measured` are `(sent, received)` by the garbler. Any difference fails: one byte
 /// of the ~37 KB that is not tables shows.
 pub fn wire_check(expected: (u64, u64), measured: &[(u64, u64)]) -> Check {

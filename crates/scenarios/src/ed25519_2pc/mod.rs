@@ -6,7 +6,9 @@
 //! The circuit is `garble::ed25519::Ed25519Sign` (64-byte message, as published), by
 //! default the variant that reveals `R` blinded and encodes it in the clear
 //! (`ed25519-sign-reveal`, about half the AND gates); `--variant one-pass` measures the
-//! whole signature in one circuit (`ed25519-sign`). Too large to store, so each party
+//! whole signature in one circuit (`ed25519-sign`); `--scheme three-halves` garbles its AND
+//! gates with three-halves instead of half-gates (every record says which in
+//! `params.gc_scheme`). Too large to store, so each party
 //! generates it and garbles or evaluates every gate as it is emitted (`garble::stream`),
 //! with field multiplications compiled once and replayed. Per signature,
 //! this process garbles and a child process (this binary again, see [`run_if_evaluator`])
@@ -34,6 +36,7 @@ use garble::ed25519::{Ed25519Sign, KEY_BYTES, Variant};
 use garble::generator::{self, Generator};
 use garble::hash::{Backend as HashBackend, GcHash};
 use garble::microbench;
+use garble::scheme::Scheme;
 use garble::session::{SessionOptions, SessionReport, Stage};
 use garble::{GateKind, stream};
 use measure::params;
@@ -168,6 +171,9 @@ struct EvaluatorSpec {
     share: Vec<u8>,
     token: Token,
     hash: GcHash,
+    /// The garbling scheme: the evaluator's must be the garbler's (the session header
+    /// carries it, and a different one is refused on both sides).
+    scheme: Scheme,
 }
 
 impl std::fmt::Debug for EvaluatorSpec {
@@ -176,6 +182,8 @@ impl std::fmt::Debug for EvaluatorSpec {
             .field("addr", &self.addr)
             .field("msg_len", &self.msg_len)
             .field("variant", &self.variant)
+            .field("hash", &self.hash)
+            .field("scheme", &self.scheme)
             .finish_non_exhaustive()
     }
 }
@@ -196,11 +204,12 @@ impl EvaluatorSpec {
             &hex(&self.share),
             &self.token.hex(),
             self.hash.name(),
+            self.scheme.name(),
         ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, msg_len, variant, share, token, hash] = spec_fields(EVALUATOR_ENV, s)?;
+        let [addr, msg_len, variant, share, token, hash, scheme] = spec_fields(EVALUATOR_ENV, s)?;
         let msg_len = msg_len
             .parse()
             .map_err(|_| format!("{EVALUATOR_ENV} spec: bad message length"))?;
@@ -222,6 +231,9 @@ impl EvaluatorSpec {
             share,
             token: Token::from_hex(token)?,
             hash: hash.parse().map_err(|e| format!("{EVALUATOR_ENV}: {e}"))?,
+            scheme: scheme
+                .parse()
+                .map_err(|e| format!("{EVALUATOR_ENV}: {e}"))?,
         })
     }
 }
@@ -254,6 +266,7 @@ fn evaluate(spec: &str) -> Result<String, String> {
     let opts = SessionOptions {
         deadline: Some(deadline),
         hash: spec.hash,
+        scheme: spec.scheme,
         ..SessionOptions::default()
     };
     let out = stream::run_evaluator(&mut ch, &c, &bits, &opts).map_err(|e| e.to_string())?;
@@ -363,13 +376,13 @@ pub struct Signed {
 /// binary, which must call [`crate::run_if_child`] first) evaluates. Fails when the session
 /// does, or when a party's output is malformed; whether the signatures are right is for
 /// [`analysis::signature_check`] to judge from [`Signed::run`]. Both parties garble with
-/// `hash`.
+/// `hash` and `scheme`.
 pub fn two_party(
     c: &Ed25519Sign,
     inputs: &SignInputs,
-    hash: GcHash,
+    (hash, scheme): (GcHash, Scheme),
 ) -> Result<Signed, ScenarioError> {
-    two_party_over(c, inputs, hash, &garble::link::Net::loopback())
+    two_party_over(c, inputs, (hash, scheme), &garble::link::Net::loopback())
 }
 
 /// [`two_party`] over the link `net` (a user-space link between the parties for the
@@ -377,7 +390,7 @@ pub fn two_party(
 pub fn two_party_over(
     c: &Ed25519Sign,
     inputs: &SignInputs,
-    hash: GcHash,
+    (hash, scheme): (GcHash, Scheme),
     net: &garble::link::Net,
 ) -> Result<Signed, ScenarioError> {
     let step = "two-party signature";
@@ -393,6 +406,7 @@ pub fn two_party_over(
             share: inputs.evaluator_share.to_vec(),
             token: token.clone(),
             hash,
+            scheme,
         }
         .encode()
     };
@@ -406,6 +420,7 @@ pub fn two_party_over(
             let bits = bits_from_bytes(&input, c.garbler_input_bits());
             let opts = SessionOptions {
                 hash,
+                scheme,
                 ..SessionOptions::default()
             };
             stream::run_garbler(ch, c, &bits, &opts).map_err(|e| e.to_string())
@@ -465,10 +480,12 @@ pub fn loopback_bandwidth(bytes: usize) -> Result<f64, ScenarioError> {
 
 const MICRO_KINDS: [GateKind; 3] = [GateKind::And, GateKind::Xor, GateKind::Inv];
 
+/// The isolated per-gate costs under the sessions' hash and scheme (the AND gate's differ
+/// between the schemes; XOR and INV are the same code in both).
 fn gate_costs(
     ctx: &Context<'_>,
     plan: &Plan,
-    gc_hash: GcHash,
+    (gc_hash, scheme): (GcHash, Scheme),
     lookups: &[generator::Lookup],
 ) -> Result<GateCosts, ScenarioError> {
     let mut costs = GateCosts::default();
@@ -478,7 +495,8 @@ fn gate_costs(
         let mut garble = Vec::with_capacity(plan.runs);
         let mut evaluate = Vec::with_capacity(plan.runs);
         for _ in 0..plan.runs {
-            let t = microbench::gate_timing(kind, plan.gates, hash, gc_hash).at("gate timing")?;
+            let t = microbench::gate_timing_with(kind, plan.gates, hash, gc_hash, scheme)
+                .at("gate timing")?;
             garble.push(t.garble_ns());
             evaluate.push(t.evaluate_ns());
         }
@@ -553,18 +571,15 @@ impl Scenario for Ed25519Pc {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Result<(), ScenarioError> {
-        // The signature circuit is generated as it is garbled (garble::stream), with
-        // half-gates only: three-halves (`--scheme`) is refused before anything runs.
-        if let (garble::scheme::Scheme::ThreeHalves, _) = crate::gc2pc::session_scheme(ctx)? {
-            return Err(ScenarioError::step(
-                "--scheme",
-                "ed25519-2pc garbles with half-gates only (its circuit is generated as it is \
-                 garbled); three-halves is available in gc-2pc and ccbench gc",
-            ));
-        }
+        // The sessions' garbling scheme (`--scheme`; half-gates by default): the signature
+        // circuit is generated as it is garbled (garble::stream), under either scheme.
+        let (scheme, _) = crate::gc2pc::session_scheme(ctx)?;
         let net = crate::gc2pc::net::open_net(ctx)?;
-        // Every record of a run over a link says which link.
-        let ctx = &ctx.with_params(crate::gc2pc::net::link_params(&net));
+        // Every record of a run over a link says which link, and every record says which
+        // scheme (`gc_scheme`, as gc-2pc's records do).
+        let mut stamp = crate::gc2pc::net::link_params(&net);
+        stamp.insert("gc_scheme".into(), scheme.name().into());
+        let ctx = &ctx.with_params(stamp);
         let model = match crate::gc2pc::net::link_table(&net)? {
             Some((t, model)) => {
                 ctx.emit(NAME, "2pc", params! {}, Body::Table(t))?;
@@ -606,7 +621,7 @@ impl Scenario for Ed25519Pc {
             }
         };
 
-        let costs = gate_costs(ctx, &plan, hash, &gs.lookups)?;
+        let costs = gate_costs(ctx, &plan, (hash, scheme), &gs.lookups)?;
         ctx.progress().advance(MICRO_KINDS.len() as u64);
         ctx.check_cancel()?;
         let bandwidth = loopback_bandwidth(plan.loopback_bytes)?;
@@ -653,7 +668,7 @@ impl Scenario for Ed25519Pc {
         for i in 0..plan.signatures {
             ctx.check_cancel()?;
             let inputs = SignInputs::new(i);
-            let signed = two_party_over(&c, &inputs, hash, &net)?;
+            let signed = two_party_over(&c, &inputs, (hash, scheme), &net)?;
             let r = &signed.report;
             for s in Stage::ALL {
                 let sr = r.stage(s);
@@ -684,7 +699,7 @@ impl Scenario for Ed25519Pc {
         // stage of the signatures over the link its predicted time.
         if !net.is_loopback() {
             ctx.check_cancel()?;
-            let base = two_party(&c, &SignInputs::new(0), hash)?.report;
+            let base = two_party(&c, &SignInputs::new(0), (hash, scheme))?.report;
             let mut bst = Stages::new();
             for s in Stage::ALL {
                 let sr = base.stage(s);
@@ -786,7 +801,7 @@ impl Scenario for Ed25519Pc {
         )?;
         for check in [
             analysis::signature_check(&runs),
-            analysis::wire_check(stream::expected_wire_bytes(&c, &gs), &wire),
+            analysis::wire_check(stream::expected_wire_bytes(&c, &gs, scheme), &wire),
             analysis::rss_check(rss_g, rss_e),
             analysis::time_check(ours.total_s),
         ] {
@@ -810,34 +825,67 @@ mod tests {
             share: vec![7; 64],
             token: token.clone(),
             hash: GcHash::FixedKey,
+            scheme: Scheme::ThreeHalves,
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
         assert_eq!(
-            (d.addr.as_str(), d.msg_len, d.variant, &d.share, d.hash),
+            (
+                d.addr.as_str(),
+                d.msg_len,
+                d.variant,
+                &d.share,
+                d.hash,
+                d.scheme
+            ),
             (
                 "127.0.0.1:4000",
                 64,
                 Variant::Reveal,
                 &vec![7; 64],
-                GcHash::FixedKey
+                GcHash::FixedKey,
+                Scheme::ThreeHalves
             )
         );
+        // Both schemes round-trip.
+        for scheme in Scheme::ALL {
+            let s = EvaluatorSpec {
+                addr: "a".into(),
+                msg_len: 0,
+                variant: Variant::OnePass,
+                share: vec![1; 64],
+                token: token.clone(),
+                hash: GcHash::Mitccrh,
+                scheme,
+            };
+            assert_eq!(EvaluatorSpec::decode(&s.encode()).unwrap().scheme, scheme);
+        }
         assert_eq!(d.token.hex(), token.hex());
         // Debug shows neither the share nor the token.
         assert!(!format!("{d:?}").contains("0707"), "{d:?}");
         let t = token.hex();
         let share = "07".repeat(64);
         let v = "ed25519-sign";
-        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{v};{share};{t};mitccrh")).is_ok());
-        // Another version, a bad length, a field missing, an unknown hash or variant.
-        assert!(EvaluatorSpec::decode(&format!("v2;a;64;{v};{share};{t};mitccrh")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;x;{v};{share};{t};mitccrh")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{v};{share};{t}")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;64;{v};{share};{t};aes")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;64;x;{share};{t};mitccrh")).is_err());
+        let ok = |rest: &str| format!("v3;a;64;{v};{share};{t};{rest}");
+        assert!(EvaluatorSpec::decode(&ok("mitccrh;three-halves")).is_ok());
+        assert!(EvaluatorSpec::decode(&ok("fixed-key;half-gates")).is_ok());
+        // Another version, a bad length, a field missing, an unknown hash, scheme or variant.
+        for bad in [
+            format!("v2;a;64;{v};{share};{t};mitccrh;half-gates"),
+            format!("v3;a;x;{v};{share};{t};mitccrh;half-gates"),
+            format!("v3;a;64;{v};{share};{t};mitccrh"),
+            format!("v3;a;64;{v};{share};{t}"),
+            format!("v3;a;64;{v};{share};{t};aes;half-gates"),
+            format!("v3;a;64;x;{share};{t};mitccrh;half-gates"),
+        ] {
+            assert!(EvaluatorSpec::decode(&bad).is_err(), "{bad}");
+        }
+        for scheme in ["halves", "three_halves", "Half-Gates", ""] {
+            let e = EvaluatorSpec::decode(&ok(&format!("mitccrh;{scheme}"))).unwrap_err();
+            assert!(e.contains("garbling scheme"), "{scheme}: {e}");
+        }
         // A share that is not 64 bytes.
         assert!(
-            EvaluatorSpec::decode(&format!("v3;a;64;{v};0011;{t};mitccrh"))
+            EvaluatorSpec::decode(&format!("v3;a;64;{v};0011;{t};mitccrh;half-gates"))
                 .unwrap_err()
                 .contains("64 bytes")
         );
