@@ -174,6 +174,12 @@ pub trait Channel {
     fn round_trips(&self) -> u64 {
         0
     }
+    /// [`Channel::bytes_sent`] at the last round trip ([`Channel::round_trips`]): the
+    /// bytes sent after it were not waited for, and may still be on their way when the
+    /// party moves on. Channels that do not count round trips say 0.
+    fn sent_at_last_round_trip(&self) -> u64 {
+        0
+    }
 }
 
 /// A channel that counts round trips: a receive of data that follows a send of data (with
@@ -190,6 +196,8 @@ pub struct RoundTrips<'a, C: Channel + ?Sized> {
     /// Data sent since the last receive.
     sent: bool,
     count: u64,
+    /// The inner channel's bytes sent at the last round trip.
+    sent_at_last: u64,
 }
 
 impl<'a, C: Channel + ?Sized> RoundTrips<'a, C> {
@@ -199,6 +207,7 @@ impl<'a, C: Channel + ?Sized> RoundTrips<'a, C> {
             inner,
             sent: false,
             count: 0,
+            sent_at_last: 0,
         }
     }
 }
@@ -212,6 +221,7 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
         if !buf.is_empty() && self.sent {
             self.sent = false;
             self.count += 1;
+            self.sent_at_last = self.inner.bytes_sent();
         }
         self.inner.recv(buf)
     }
@@ -249,6 +259,9 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
     }
     fn round_trips(&self) -> u64 {
         self.count
+    }
+    fn sent_at_last_round_trip(&self) -> u64 {
+        self.sent_at_last
     }
 }
 
@@ -970,10 +983,16 @@ mod tests {
         r.recv(&mut []).unwrap();
         r.recv(&mut buf).unwrap();
         assert_eq!(r.round_trips(), 1);
+        // The 5 bytes sent before the answer were waited for.
+        assert_eq!(r.sent_at_last_round_trip(), 5);
+        r.send(&[9; 4]).unwrap();
+        r.flush().unwrap();
+        b.recv(&mut buf).unwrap();
+        assert_eq!(r.sent_at_last_round_trip(), 5);
         r.send(&[]).unwrap();
         r.recv(&mut []).unwrap();
         assert_eq!(r.round_trips(), 1);
-        assert_eq!((r.bytes_sent(), r.bytes_received()), (5, 16));
+        assert_eq!((r.bytes_sent(), r.bytes_received()), (9, 16));
     }
 
     #[test]

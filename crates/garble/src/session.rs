@@ -168,6 +168,10 @@ pub struct StageReport {
     /// Round trips in it: the times this party waited for the peer's answer to what it
     /// had sent (see [`RoundTrips`] and the module documentation).
     pub round_trips: u64,
+    /// Bytes this party's protocol sent in it after its last round trip in it (all it sent
+    /// in it when it has none): bytes no answer waited for, which may still be on their
+    /// way when the stage ends (the tables garbled after a mid-circuit reveal).
+    pub tail_sent: u64,
 }
 
 /// What a session measured.
@@ -393,6 +397,8 @@ pub(crate) struct Counters {
     pub(crate) wire_sent: u64,
     pub(crate) wire_received: u64,
     pub(crate) round_trips: u64,
+    /// `sent` at the last round trip.
+    pub(crate) sent_at_round_trip: u64,
 }
 
 impl Counters {
@@ -403,6 +409,7 @@ impl Counters {
             wire_sent: ch.wire_bytes_sent(),
             wire_received: ch.wire_bytes_received(),
             round_trips: ch.round_trips(),
+            sent_at_round_trip: ch.sent_at_last_round_trip(),
         }
     }
 
@@ -414,6 +421,7 @@ impl Counters {
             wire_sent: self.wire_sent - earlier.wire_sent,
             wire_received: self.wire_received - earlier.wire_received,
             round_trips: self.round_trips - earlier.round_trips,
+            sent_at_round_trip: self.sent_at_round_trip,
         }
     }
 }
@@ -431,6 +439,7 @@ impl Stages {
                     wire_sent: 0,
                     wire_received: 0,
                     round_trips: 0,
+                    tail_sent: 0,
                 })
                 .collect(),
             cur: None,
@@ -444,7 +453,14 @@ impl Stages {
 
     pub(crate) fn close<C: Channel>(&mut self, ch: &C) {
         if let Some((s, t, at)) = self.cur.take() {
-            let d = Counters::of(ch).since(at);
+            let now = Counters::of(ch);
+            let d = now.since(at);
+            // What was sent after the stage's last round trip (all of it without one).
+            let tail = if d.round_trips > 0 {
+                now.sent.saturating_sub(now.sent_at_round_trip)
+            } else {
+                d.sent
+            };
             let r = &mut self.acc[s as usize];
             r.time += t.elapsed();
             r.bytes_sent += d.sent;
@@ -452,6 +468,7 @@ impl Stages {
             r.wire_sent += d.wire_sent;
             r.wire_received += d.wire_received;
             r.round_trips += d.round_trips;
+            r.tail_sent += tail;
         }
     }
 }

@@ -1455,6 +1455,16 @@ mod tests {
                 predicted,
                 "{scheme}"
             );
+            // The garbler's Garble stage waits once, for the reveal; the 8 tables after it
+            // are its tail. Its Result stage ends waiting for the outputs: no tail.
+            let garble = g.report.stage(Stage::Garble);
+            assert_eq!(garble.round_trips, 1);
+            assert_eq!(
+                garble.tail_sent,
+                8 * scheme.table_bytes() as u64,
+                "{scheme}"
+            );
+            assert_eq!(g.report.stage(Stage::Result).tail_sent, 0);
         }
         // No flat form.
         assert!(matches!(

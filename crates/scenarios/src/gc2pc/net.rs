@@ -204,7 +204,9 @@ impl Model {
     /// into the next stage:
     ///
     /// * a stage that waits for an answer (`n > 0`) first drains the backlog:
-    ///   `t = c + n × RTT + q₀ + b ÷ rate`, and leaves none;
+    ///   `t = c + n × RTT + q₀ + b ÷ rate − q₁`, and leaves `q₁ = min(Q, s ÷ rate)`: of the
+    ///   bytes `s` it sent after its last answer ([`StageReport::tail_sent`], the tables
+    ///   garbled after a mid-circuit reveal), what fits in the queue is still on its way;
     /// * a streaming stage (`n = 0`, the garbler's Garble) ends when its bytes fit in the
     ///   queue `Q`, its compute overlapping the transfer: `t = max(c, q₀ + b ÷ rate − Q)`,
     ///   and leaves `q₀ + b ÷ rate − t` for the next stage.
@@ -223,8 +225,9 @@ impl Model {
             let transfer = (st.wire_sent + st.wire_received) as f64 / rate;
             let c = compute.stage(s).as_secs_f64();
             let t = if st.round_trips > 0 {
-                let t = c + st.round_trips as f64 * rtt + backlog + transfer;
-                backlog = 0.0;
+                let tail = (st.tail_sent as f64 / rate).min(queue).min(transfer);
+                let t = c + st.round_trips as f64 * rtt + backlog + transfer - tail;
+                backlog = tail;
                 t
             } else {
                 let need = backlog + transfer;
@@ -276,6 +279,7 @@ mod tests {
                     wire_sent: bytes[i],
                     wire_received: bytes[i] / 2,
                     round_trips: rounds[i],
+                    tail_sent: 0,
                 })
                 .collect(),
             circuit: garble::library::mul(4).stats(),
@@ -340,6 +344,37 @@ mod tests {
         let garble = b.stages[4].predicted_ns.unwrap();
         assert!((garble - 110e6).abs() < 10.0, "{garble}");
         assert!(Compute::of(&[]).is_none());
+    }
+
+    /// A Garble stage with a round trip inside (a mid-circuit reveal): the tables sent after
+    /// the reveal's answer are still queued when it ends, up to the queue, and Result
+    /// drains them.
+    #[test]
+    fn bytes_after_a_stages_last_round_trip_carry_into_the_next() {
+        let wan: Profile = "wan".parse().unwrap();
+        let ms = |d: Duration| (d.as_secs_f64() * 1e3 * 1e3).round() / 1e3;
+        let compute = Compute::of(&[report([0, 2, 0, 0, 6, 6], [0; 6], [0; 6])]).unwrap();
+        // 2.5 MB of Garble at 25 MB/s (100 ms), 0.5 MB of it after the reveal (20 ms).
+        let mut r = report([0; 6], [0, 1, 0, 1, 1, 1], [0, 80, 0, 0, 2_500_000, 0]);
+        r.stages[Stage::Garble as usize].wire_received = 0;
+        r.stages[Stage::Garble as usize].tail_sent = 500_000;
+        let model = |q: u64| Model {
+            profile: wan.clone(),
+            queue: Duration::from_millis(q),
+        };
+        // No queue: the stage waits for all its bytes; nothing carries over.
+        let p = model(0).predict(&r, &compute);
+        assert_eq!(ms(p[Stage::Garble as usize]), 126.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 26.0);
+        // A queue of 15 ms holds 15 of the tail's 20 ms: Garble ends 15 ms sooner, and
+        // Result waits for them before its answer.
+        let p = model(15).predict(&r, &compute);
+        assert_eq!(ms(p[Stage::Garble as usize]), 111.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 41.0);
+        // A queue longer than the tail holds all of it.
+        let p = model(300).predict(&r, &compute);
+        assert_eq!(ms(p[Stage::Garble as usize]), 106.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 46.0);
     }
 
     #[test]
