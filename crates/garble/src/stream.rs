@@ -1254,12 +1254,28 @@ mod tests {
         Result<SessionOutput, SessionError>,
         Result<SessionOutput, SessionError>,
     ) {
+        let (g, e, _) = sessions(c, (a, b), (opts, opts));
+        (g, e)
+    }
+
+    /// A garbler with options `go` and an evaluator with `eo` over memory: their results and
+    /// the bytes each sent.
+    fn sessions<G: Generator + Sync>(
+        c: &G,
+        (a, b): (&[bool], &[bool]),
+        (go, eo): (&SessionOptions, &SessionOptions),
+    ) -> (
+        Result<SessionOutput, SessionError>,
+        Result<SessionOutput, SessionError>,
+        (u64, u64),
+    ) {
         let (mut x, mut y) = mem_pair(Duration::from_secs(10));
-        std::thread::scope(|s| {
-            let e = s.spawn(|| run_evaluator(&mut y, c, b, opts));
-            let g = run_garbler(&mut x, c, a, opts);
+        let (g, e) = std::thread::scope(|s| {
+            let e = s.spawn(|| run_evaluator(&mut y, c, b, eo));
+            let g = run_garbler(&mut x, c, a, go);
             (g, e.join().unwrap())
-        })
+        });
+        (g, e, (x.bytes_sent(), y.bytes_sent()))
     }
 
     /// A session of `c` under `scheme`: both parties get the plain outputs, report the
@@ -1517,17 +1533,12 @@ mod tests {
             (GcHash::FixedKey, GcHash::Mitccrh),
             (GcHash::FixedKey, GcHash::FixedKey),
         ] {
-            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
             let go = SessionOptions {
                 hash: gh,
                 ..SessionOptions::default()
             };
             let eo = SessionOptions { hash: eh, ..go };
-            let (g, e) = std::thread::scope(|s| {
-                let e = s.spawn(|| run_evaluator(&mut y, &Sha, &b, &eo));
-                let g = run_garbler(&mut x, &Sha, &a, &go);
-                (g, e.join().unwrap())
-            });
+            let (g, e, _) = sessions(&Sha, (&a, &b), (&go, &eo));
             if gh == eh {
                 assert_eq!(g.unwrap().outputs[0], want);
                 assert_eq!(e.unwrap().outputs[0], want);
@@ -1555,17 +1566,12 @@ mod tests {
             (Scheme::ThreeHalves, Scheme::HalfGates),
             (Scheme::ThreeHalves, Scheme::ThreeHalves),
         ] {
-            let (mut x, mut y) = mem_pair(Duration::from_secs(5));
             let go = SessionOptions {
                 scheme: gs,
                 ..SessionOptions::default()
             };
             let eo = SessionOptions { scheme: es, ..go };
-            let (g, e) = std::thread::scope(|s| {
-                let e = s.spawn(|| run_evaluator(&mut y, &Sha, &b, &eo));
-                let g = run_garbler(&mut x, &Sha, &a, &go);
-                (g, e.join().unwrap())
-            });
+            let (g, e, sent) = sessions(&Sha, (&a, &b), (&go, &eo));
             if gs == es {
                 assert_eq!(g.unwrap().outputs[0], want);
                 assert_eq!(e.unwrap().outputs[0], want);
@@ -1581,7 +1587,7 @@ mod tests {
             );
             // Only the headers went each way.
             let hb = HEADER_BYTES as u64;
-            assert_eq!((x.bytes_sent(), y.bytes_sent()), (hb, hb));
+            assert_eq!(sent, (hb, hb));
         }
     }
 
