@@ -18,6 +18,7 @@ use std::time::Duration;
 use garble::channel::{Channel, ChannelError, MemChannel, mem_pair};
 use garble::circuit::{Circuit, Party};
 use garble::generator::{Gen, Generator, W, Word};
+use garble::scheme::Scheme;
 use garble::session::{
     EvaluatorSession, GarblerSession, HEADER_BYTES, SessionError, SessionOptions, SessionOutput,
 };
@@ -163,9 +164,9 @@ fn garbler<C: Channel>(
     ch: &mut C,
     c: &Circuit,
     inputs: &[Vec<bool>],
-    computations: usize,
+    (computations, opts): (usize, &SessionOptions),
 ) -> Result<Vec<SessionOutput>, SessionError> {
-    let mut s = GarblerSession::new(&SessionOptions::default())?;
+    let mut s = GarblerSession::new(opts)?;
     (0..computations).map(|_| s.run(ch, c, inputs)).collect()
 }
 
@@ -174,9 +175,9 @@ fn evaluator<C: Channel>(
     ch: &mut C,
     c: &Circuit,
     inputs: &[Vec<bool>],
-    computations: usize,
+    (computations, opts): (usize, &SessionOptions),
 ) -> Result<Vec<SessionOutput>, SessionError> {
-    let mut s = EvaluatorSession::new(&SessionOptions::default())?;
+    let mut s = EvaluatorSession::new(opts)?;
     (0..computations).map(|_| s.run(ch, c, inputs)).collect()
 }
 
@@ -220,7 +221,8 @@ where
 fuzz_target!(|data: &[u8]| {
     // Byte 0: bit 0 fuzzes the garbler (else the evaluator), bit 1 the generated-circuit
     // session, bit 2 XORs (else replaces), bits 3-4 pick the compiled circuit, bit 5 two
-    // evaluations, bit 6 two computations. Byte 1: the inputs. Bytes 2-3: how many of the
+    // evaluations, bit 6 two computations, bit 7 three-halves (else half-gates). Byte 1: the
+    // inputs. Bytes 2-3: how many of the
     // peer's bytes after the header arrive untouched. The rest: the fuzzer's bytes.
     let [flags, seed, lo, hi, data @ ..] = data else {
         return;
@@ -234,9 +236,16 @@ fuzz_target!(|data: &[u8]| {
         Mode::Replace { from }
     };
     let untampered = matches!(mode, Mode::Xor { .. }) && data.iter().all(|&b| b == 0);
+    let opts = SessionOptions {
+        scheme: if flags & 0x80 != 0 {
+            Scheme::ThreeHalves
+        } else {
+            Scheme::HalfGates
+        },
+        ..SessionOptions::default()
+    };
 
     if flags & 2 != 0 {
-        let opts = SessionOptions::default();
         let (g_in, e_in) = (bits(8, seed), bits(8, seed.rotate_left(3)));
         let want = garble::generator::eval_plain(&Tiny, &g_in, &e_in);
         let r = if fuzz_garbler {
@@ -272,16 +281,16 @@ fuzz_target!(|data: &[u8]| {
             HEADER_BYTES as u64,
             mode,
             data,
-            |ch| garbler(ch, &c, &g_in, computations),
-            |ch| evaluator(ch, &c, &e_in, computations),
+            |ch| garbler(ch, &c, &g_in, (computations, &opts)),
+            |ch| evaluator(ch, &c, &e_in, (computations, &opts)),
         )
     } else {
         session(
             HEADER_BYTES as u64,
             mode,
             data,
-            |ch| evaluator(ch, &c, &e_in, computations),
-            |ch| garbler(ch, &c, &g_in, computations),
+            |ch| evaluator(ch, &c, &e_in, (computations, &opts)),
+            |ch| garbler(ch, &c, &g_in, (computations, &opts)),
         )
     };
     if untampered {
