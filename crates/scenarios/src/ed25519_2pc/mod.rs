@@ -697,6 +697,8 @@ impl Scenario for Ed25519Pc {
         let rss_g = peak_rss();
         // Over a link: one signature over loopback gives each stage's compute, and each
         // stage of the signatures over the link its predicted time.
+        // Each signature's predicted time over the link (none over loopback).
+        let mut predicted = Vec::new();
         if !net.is_loopback() {
             ctx.check_cancel()?;
             let base = two_party(&c, &SignInputs::new(0), (hash, scheme))?.report;
@@ -725,6 +727,13 @@ impl Scenario for Ed25519Pc {
                 .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
             for r in &over {
                 crate::gc2pc::net::add_predictions(&mut stages, stage_name, &model, r, &compute);
+                predicted.push(
+                    model
+                        .predict(r, &compute)
+                        .iter()
+                        .map(Duration::as_secs_f64)
+                        .sum::<f64>(),
+                );
             }
         }
         // Unknown when any run could not read it.
@@ -803,7 +812,11 @@ impl Scenario for Ed25519Pc {
             analysis::signature_check(&runs),
             analysis::wire_check(stream::expected_wire_bytes(&c, &gs, scheme), &wire),
             analysis::rss_check(rss_g, rss_e),
-            analysis::time_check(ours.total_s),
+            if predicted.is_empty() {
+                analysis::time_check(ours.total_s)
+            } else {
+                analysis::link_time_check(ours.total_s, median(&predicted), &net.to_string())
+            },
         ] {
             ctx.emit(NAME, "2pc", p(), Body::Check(check))?;
         }
