@@ -397,8 +397,6 @@ pub(crate) struct Counters {
     pub(crate) wire_sent: u64,
     pub(crate) wire_received: u64,
     pub(crate) round_trips: u64,
-    /// `sent` at the last round trip.
-    pub(crate) sent_at_round_trip: u64,
 }
 
 impl Counters {
@@ -409,7 +407,6 @@ impl Counters {
             wire_sent: ch.wire_bytes_sent(),
             wire_received: ch.wire_bytes_received(),
             round_trips: ch.round_trips(),
-            sent_at_round_trip: ch.sent_at_last_round_trip(),
         }
     }
 
@@ -421,7 +418,6 @@ impl Counters {
             wire_sent: self.wire_sent - earlier.wire_sent,
             wire_received: self.wire_received - earlier.wire_received,
             round_trips: self.round_trips - earlier.round_trips,
-            sent_at_round_trip: self.sent_at_round_trip,
         }
     }
 }
@@ -457,7 +453,7 @@ impl Stages {
             let d = now.since(at);
             // What was sent after the stage's last round trip (all of it without one).
             let tail = if d.round_trips > 0 {
-                now.sent.saturating_sub(now.sent_at_round_trip)
+                now.sent.saturating_sub(ch.sent_at_last_round_trip())
             } else {
                 d.sent
             };
