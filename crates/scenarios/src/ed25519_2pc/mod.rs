@@ -726,14 +726,14 @@ impl Scenario for Ed25519Pc {
             let compute = crate::gc2pc::net::Compute::of(std::slice::from_ref(&base))
                 .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
             for r in &over {
-                crate::gc2pc::net::add_predictions(&mut stages, stage_name, &model, r, &compute);
-                predicted.push(
-                    model
-                        .predict(r, &compute)
-                        .iter()
-                        .map(Duration::as_secs_f64)
-                        .sum::<f64>(),
+                let total = crate::gc2pc::net::add_predictions(
+                    &mut stages,
+                    stage_name,
+                    &model,
+                    r,
+                    &compute,
                 );
+                predicted.push(total.as_secs_f64());
             }
         }
         // Unknown when any run could not read it.

@@ -242,17 +242,21 @@ impl Model {
 }
 
 /// Adds the predictions of session `r`'s stages over the link of `model` to `stages`,
-/// under the names `name(stage)` (the breakdown's own names).
+/// under the names `name(stage)` (the breakdown's own names); returns the session's
+/// predicted total.
 pub fn add_predictions(
     stages: &mut Stages,
     name: impl Fn(Stage) -> &'static str,
     model: &Model,
     r: &SessionReport,
     compute: &Compute,
-) {
+) -> Duration {
+    let mut total = Duration::ZERO;
     for (s, t) in Stage::ALL.into_iter().zip(model.predict(r, compute)) {
         stages.add_predicted(name(s), t);
+        total += t;
     }
+    total
 }
 
 #[cfg(test)]
@@ -339,7 +343,11 @@ mod tests {
         assert_eq!(ms(p[Stage::Garble as usize]), 300.0);
         assert_eq!(ms(p[Stage::Result as usize]), 20.0);
         let mut st = Stages::new();
-        add_predictions(&mut st, Stage::name, &queued, &over, &compute);
+        let total = add_predictions(&mut st, Stage::name, &queued, &over, &compute);
+        assert_eq!(
+            total,
+            queued.predict(&over, &compute).iter().sum::<Duration>()
+        );
         let b = st.finish("x", None, None);
         let garble = b.stages[4].predicted_ns.unwrap();
         assert!((garble - 110e6).abs() < 10.0, "{garble}");
