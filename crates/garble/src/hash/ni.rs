@@ -161,16 +161,23 @@ fn keys256(rk: &[[u8; 16]; 11]) -> [__m256i; 11] {
     core::array::from_fn(|i| _mm256_broadcastsi128_si256(k1[i]))
 }
 
+/// The orthomorphism `sigma` in both lanes. It is linear over XOR, so
+/// `sigma(x ^ y) = sigma(x) ^ sigma(y)`.
+#[target_feature(enable = "aes,sse2,avx2,vaes")]
+#[inline]
+fn sigma256(x: __m256i) -> __m256i {
+    let hi_mask = _mm256_set_epi64x(-1, 0, -1, 0);
+    _mm256_xor_si256(
+        _mm256_shuffle_epi32::<0b01_00_11_10>(x),
+        _mm256_and_si256(x, hi_mask),
+    )
+}
+
 /// `sigma(x) ^ t` in both lanes (the hash's pre-image).
 #[target_feature(enable = "aes,sse2,avx2,vaes")]
 #[inline]
 fn pre256(x: __m256i, t: __m256i) -> __m256i {
-    let hi_mask = _mm256_set_epi64x(-1, 0, -1, 0);
-    let s = _mm256_xor_si256(
-        _mm256_shuffle_epi32::<0b01_00_11_10>(x),
-        _mm256_and_si256(x, hi_mask),
-    );
-    _mm256_xor_si256(s, t)
+    _mm256_xor_si256(sigma256(x), t)
 }
 
 /// All ones if `lsb(x)`, else zero.

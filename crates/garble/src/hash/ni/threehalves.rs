@@ -91,8 +91,25 @@ macro_rules! threehalves_kernels {
         pub(in crate::hash) mod $name {
             use super::*;
 
-            /// One gate's inputs: the data registers of its hash and what its
-            /// linear terms need.
+            /// Gate `[sa, sb, _]`'s `(A0 | B0)`, its colours `pa | pb << 1` and
+            /// its [`FusedLin`] index `pa | pb << 1 | r1 << 2 | r2 << 3`; `coin`
+            /// is `r1 | r2 << 1`.
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn gather_gate(
+                labels: &[Block],
+                mask: usize,
+                sa: u32,
+                sb: u32,
+                coin: u8,
+            ) -> (__m256i, usize, usize) {
+                let (la, lb) = (&labels[sa as usize & mask], &labels[sb as usize & mask]);
+                let p = ((la.0 & 1) | ((lb.0 & 1) << 1)) as usize;
+                let idx = p | usize::from(coin & 3) << 2;
+                (_mm256_set_m128i(load(lb), load(la)), p, idx)
+            }
+
+            /// One MITCCRH gate's data registers and its [`FusedLin`] index.
             #[derive(Clone, Copy)]
             struct In {
                 /// `(A | B)`, the colour-0 labels.
@@ -117,16 +134,56 @@ macro_rules! threehalves_kernels {
                 coin: u8,
                 rr: __m256i,
             ) -> In {
-                let la = &labels[sa as usize & mask];
-                let lb = &labels[sb as usize & mask];
-                let p = ((la.0 & 1) | ((lb.0 & 1) << 1)) as usize;
-                let idx = p | usize::from(coin & 3) << 2;
-                let (a0, b0) = (load(la), load(lb));
-                let ab = _mm256_xor_si256(_mm256_set_m128i(b0, a0), ld4(&f.ab[p]));
+                let (ab0, p, idx) = gather_gate(labels, mask, sa, sb, coin);
+                let ab = _mm256_xor_si256(ab0, ld4(&f.ab[p]));
                 let ab1 = _mm256_xor_si256(ab, rr);
-                let x0 = _mm256_broadcastsi128_si256(_mm_xor_si128(a0, b0));
+                let x0 = _mm256_xor_si256(ab0, _mm256_permute2x128_si256::<0x01>(ab0, ab0));
                 let xx = _mm256_xor_si256(x0, ld4(&f.x[p]));
                 In { ab, ab1, xx, idx }
+            }
+
+            /// The fixed-key hash's pre-image terms that do not depend on a
+            /// gate's labels: `sigma` of [`FusedLin`]'s offsets `ab` and `x`, and
+            /// of `(R | R)`.
+            struct SigmaLin {
+                ab: [__m256i; 4],
+                x: [__m256i; 4],
+                r: __m256i,
+            }
+
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn sigma_lin(f: &FusedLin, rr: __m256i) -> SigmaLin {
+                SigmaLin {
+                    ab: core::array::from_fn(|p| sigma256(ld4(&f.ab[p]))),
+                    x: core::array::from_fn(|p| sigma256(ld4(&f.x[p]))),
+                    r: sigma256(rr),
+                }
+            }
+
+            /// One fixed-key gate's [`FusedLin`] index and its three pre-images `sigma(x) ^ t` of `(A | B)`,
+            /// `(A ^ R | B ^ R)` (tweaks `tw`) and `(X | X ^ R)` (tweak `tx`), by
+            /// the linearity of `sigma`: one `sigma` of `(A0 | B0)` for all three.
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn prep_fk(
+                sl: &SigmaLin,
+                labels: &[Block],
+                mask: usize,
+                sa: u32,
+                sb: u32,
+                coin: u8,
+                tw: __m256i,
+                tx: __m256i,
+            ) -> (usize, [__m256i; 3]) {
+                let (ab0, p, idx) = gather_gate(labels, mask, sa, sb, coin);
+                let s0 = sigma256(ab0);
+                let pre0 = _mm256_xor_si256(_mm256_xor_si256(s0, sl.ab[p]), tw);
+                let pre1 = _mm256_xor_si256(pre0, sl.r);
+                let sx = _mm256_xor_si256(s0, _mm256_permute2x128_si256::<0x01>(s0, s0));
+                let prex = _mm256_xor_si256(_mm256_xor_si256(sx, sl.x[p]), tx);
+                (idx, [pre0, pre1, prex])
             }
 
             /// One gate's table `S = (G0, G1, G2, -)`, output zero label `C` and
@@ -138,7 +195,7 @@ macro_rules! threehalves_kernels {
             #[allow(clippy::too_many_arguments)]
             fn finish(
                 f: &FusedLin,
-                g: &In,
+                idx: usize,
                 a0: &Block,
                 b0: &Block,
                 h0: __m256i,
@@ -155,7 +212,7 @@ macro_rules! threehalves_kernels {
                 let sh = _mm256_blend_epi32::<0b1111_0000>(p, tx); // [G0h, G1h, G2h, z4*]
                 let zq = _mm256_permute2x128_si256::<0x31>(ch, p); // [z0*, z1*, z2*, z3*]
                 let (m4, m5) = ($lsbs(zq), $lsbs(sh));
-                let e = &f.e[g.idx & 15];
+                let e = &f.e[idx & 15];
                 let z = ((m4 | ((m5 & 8) << 1)) as u8) ^ e.z as u8;
                 let mut s = _mm256_xor_si256(sh, ld4(&e.rs));
                 let mut c = _mm_xor_si128(_mm256_castsi256_si128(ch), ld2(&e.rc));
@@ -240,7 +297,7 @@ macro_rules! threehalves_kernels {
             fn group_fk<const G: usize, const N: usize>(
                 k: &[__m256i; 11],
                 f: &FusedLin,
-                rr: __m256i,
+                sl: &SigmaLin,
                 labels: &mut [Block],
                 mask: usize,
                 run: &[[u32; 3]; G],
@@ -251,14 +308,13 @@ macro_rules! threehalves_kernels {
                 const { assert!(N == 3 * G) };
                 let three = _mm256_set_epi64x(0, 3, 0, 3);
                 let to_x = _mm256_set_epi64x(0, 1, 0, 2);
-                let g: [In; G] = core::array::from_fn(|i| {
-                    prep(f, labels, mask, run[i][0], run[i][1], coins[i], rr)
-                });
                 let mut pre = [_mm256_setzero_si256(); N];
+                let mut idx = [0; G];
                 for i in 0..G {
-                    pre[3 * i] = pre256(g[i].ab, *tw);
-                    pre[3 * i + 1] = pre256(g[i].ab1, *tw);
-                    pre[3 * i + 2] = pre256(g[i].xx, _mm256_add_epi64(*tw, to_x));
+                    let tx = _mm256_add_epi64(*tw, to_x);
+                    let (x, p) = prep_fk(sl, labels, mask, run[i][0], run[i][1], coins[i], *tw, tx);
+                    idx[i] = x;
+                    pre[3 * i..3 * i + 3].copy_from_slice(&p);
                     *tw = _mm256_add_epi64(*tw, three);
                 }
                 let h = mmo_n(k, &pre);
@@ -267,7 +323,7 @@ macro_rules! threehalves_kernels {
                         &labels[run[i][0] as usize & mask],
                         &labels[run[i][1] as usize & mask],
                     );
-                    let (s, c, z) = finish(f, &g[i], a0, b0, h[3 * i], h[3 * i + 1], h[3 * i + 2]);
+                    let (s, c, z) = finish(f, idx[i], a0, b0, h[3 * i], h[3 * i + 1], h[3 * i + 2]);
                     store_gate(tables, i, s, z);
                     scatter(labels, mask, run[i][2], c);
                 }
@@ -328,7 +384,7 @@ macro_rules! threehalves_kernels {
                         &labels[run[i][0] as usize & mask],
                         &labels[run[i][1] as usize & mask],
                     );
-                    let (s, c, z) = finish(f, &g[i], a0, b0, h[i][0], h[i][1], hx);
+                    let (s, c, z) = finish(f, g[i].idx, a0, b0, h[i][0], h[i][1], hx);
                     store_gate(tables, i, s, z);
                     scatter(labels, mask, run[i][2], c);
                 }
@@ -351,7 +407,7 @@ macro_rules! threehalves_kernels {
                 assert!(tables.len() == TB * run.len() && coins.len() == run.len());
                 let mask = labels.len() - 1;
                 let k = keys256(rk);
-                let rr = _mm256_broadcastsi128_si256(load(&delta));
+                let sl = sigma_lin(f, _mm256_broadcastsi128_si256(load(&delta)));
                 let t = (3 * gate) as i64;
                 let mut tw = _mm256_set_epi64x(0, t + 1, 0, t);
                 let (tabs, _) = tables.as_chunks_mut::<TB>();
@@ -360,7 +416,7 @@ macro_rules! threehalves_kernels {
                 let (ts, t_rest) = tabs.as_chunks_mut::<$group_fk>();
                 for ((g, c), t) in gs.iter().zip(cs).zip(ts) {
                     group_fk::<$group_fk, { 3 * $group_fk }>(
-                        &k, f, rr, labels, mask, g, c, t, &mut tw,
+                        &k, f, &sl, labels, mask, g, c, t, &mut tw,
                     );
                 }
                 let mut at = 0;
@@ -370,7 +426,7 @@ macro_rules! threehalves_kernels {
                             group_fk::<$m, { 3 * $m }>(
                                 &k,
                                 f,
-                                rr,
+                                &sl,
                                 labels,
                                 mask,
                                 g_rest[at..at + $m].try_into().expect("length checked"),
