@@ -337,36 +337,15 @@ pub fn measure(
     }
     let profile = net.profile();
     let crossing = net.crossing()?;
-    let addr = crossing.addr();
-    let c = crossing
-        .client_side(|| TcpStream::connect_timeout(&addr, timeout))?
-        .map_err(io("connecting through the link"))?;
-    let listener = crossing.listener();
-    listener
-        .set_nonblocking(false)
-        .map_err(io("blocking accept"))?;
-    let (s, _) = listener
-        .accept()
-        .map_err(io("accepting through the link"))?;
-    for x in [&c, &s] {
-        x.set_read_timeout(Some(timeout))
-            .and_then(|()| x.set_write_timeout(Some(timeout)))
-            .and_then(|()| x.set_nodelay(true))
-            .map_err(io("socket options"))?;
-    }
     // The transfer goes the way a session's tables go: from the listening side (the
     // garbler's) to the connecting one. Over the kernel's link the two directions differ:
     // the delay line sits on the listening side, before the shaper for this direction.
-    let (mut c, mut s) = (s, c);
+    let (mut c, s) = connect(&crossing, timeout)?;
+    let (mut rtts, mut s) = round_trips(&mut c, s, pings).map_err(io("measuring the link"))?;
     let echo = std::thread::Builder::new()
         .name("link-measure".into())
         .spawn(move || -> std::io::Result<usize> {
-            let mut b = [0u8; 1];
-            for _ in 0..pings {
-                s.read_exact(&mut b)?;
-                s.write_all(&b)?;
-            }
-            // Then the transfer, and one byte back when all of it arrived.
+            // The transfer, and one byte back when all of it arrived.
             let mut buf = vec![0u8; CHUNK];
             let mut got = 0;
             while got < bytes {
@@ -380,15 +359,8 @@ pub fn measure(
             Ok(got)
         })
         .map_err(io("starting the echo thread"))?;
-    let mut rtts = Vec::with_capacity(pings);
     let mut b = [0u8; 1];
     let run = (|| -> std::io::Result<(Duration, Duration)> {
-        for i in 0..pings {
-            let t = Instant::now();
-            c.write_all(&[i as u8])?;
-            c.read_exact(&mut b)?;
-            rtts.push(t.elapsed());
-        }
         let data = vec![0x5au8; CHUNK];
         let t = Instant::now();
         let mut left = bytes;
@@ -425,6 +397,88 @@ pub fn measure(
         rtt_median: rtts.get(rtts.len() / 2).copied().unwrap_or_default(),
         lead,
     }))
+}
+
+/// One connection across `crossing`, both ends in this process: the listening side's end
+/// first, then the connecting side's, with `timeout` on every read and write and Nagle off.
+fn connect(
+    crossing: &Crossing<'_>,
+    timeout: Duration,
+) -> Result<(TcpStream, TcpStream), LinkError> {
+    let io = |what| move |source| LinkError::Io { what, source };
+    let addr = crossing.addr();
+    let c = crossing
+        .client_side(|| TcpStream::connect_timeout(&addr, timeout))?
+        .map_err(io("connecting through the link"))?;
+    let listener = crossing.listener();
+    listener
+        .set_nonblocking(false)
+        .map_err(io("blocking accept"))?;
+    let (s, _) = listener
+        .accept()
+        .map_err(io("accepting through the link"))?;
+    for x in [&c, &s] {
+        x.set_read_timeout(Some(timeout))
+            .and_then(|()| x.set_write_timeout(Some(timeout)))
+            .and_then(|()| x.set_nodelay(true))
+            .map_err(io("socket options"))?;
+    }
+    Ok((s, c))
+}
+
+/// `n` one-byte round trips from `a` to `b` and back (`b` answers on a thread of its own,
+/// and is given back): their times, in order.
+fn round_trips(
+    a: &mut TcpStream,
+    mut b: TcpStream,
+    n: usize,
+) -> std::io::Result<(Vec<Duration>, TcpStream)> {
+    let echo = std::thread::Builder::new().name("link-echo".into()).spawn(
+        move || -> std::io::Result<TcpStream> {
+            let mut x = [0u8; 1];
+            for _ in 0..n {
+                b.read_exact(&mut x)?;
+                b.write_all(&x)?;
+            }
+            Ok(b)
+        },
+    )?;
+    let mut rtts = Vec::with_capacity(n);
+    let mut x = [0u8; 1];
+    let mut run = || -> std::io::Result<()> {
+        for i in 0..n {
+            let t = Instant::now();
+            a.write_all(&[i as u8])?;
+            a.read_exact(&mut x)?;
+            rtts.push(t.elapsed());
+        }
+        Ok(())
+    };
+    let ran = run();
+    if ran.is_err() {
+        // Unblock the echo thread (its reads time out too, but need not wait for it).
+        let _ = a.shutdown(Shutdown::Both);
+    }
+    let b = echo
+        .join()
+        .map_err(|_| std::io::Error::other("the echo thread panicked"))??;
+    ran.map(|()| (rtts, b))
+}
+
+/// The lower quartile of `n` one-byte round trips across `crossing`: a typical round
+/// trip, little moved by the few that another process preempted.
+fn typical_round_trip(
+    crossing: &Crossing<'_>,
+    n: usize,
+    timeout: Duration,
+) -> Result<Duration, LinkError> {
+    let (mut a, b) = connect(crossing, timeout)?;
+    let (mut rtts, _) = round_trips(&mut a, b, n).map_err(|source| LinkError::Io {
+        what: "timing round trips through the link",
+        source,
+    })?;
+    rtts.sort();
+    Ok(rtts.get(rtts.len() / 4).copied().unwrap_or_default())
 }
 
 impl std::fmt::Display for Profile {
@@ -1227,7 +1281,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(m.bytes, 1_000_000);
-        assert!(m.rtt_min >= p.rtt, "{m:?}");
+        assert!(m.rtt_min >= p.rtt - net.own_rtt(), "{m:?}");
         // 10 MB/s, less what the bucket's depth lets through at once.
         let ceiling = 10e6 * 1e6 / (1e6 - Shape::burst_bytes_of(10e6) as f64);
         assert!(m.rate_bytes_per_s <= 1.1 * ceiling, "{m:?}");
@@ -1238,6 +1292,24 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn the_delay_line_is_calibrated_by_what_the_proxy_adds() {
+        let p = shaped(80_000_000, 2);
+        let net = Net::open(p.clone(), Choice::User).unwrap();
+        // Some of the RTT (a proxy and a timed wait cost something), never all of it.
+        assert!(net.own_rtt() > Duration::ZERO, "{:?}", net.own_rtt());
+        assert!(net.own_rtt() < p.rtt, "{:?}", net.own_rtt());
+        assert_eq!(Net::loopback().own_rtt(), Duration::ZERO);
+        // A round trip takes at least what the line delays it by.
+        let m = measure(&net, 10_000, 20, Duration::from_secs(10))
+            .unwrap()
+            .unwrap();
+        assert!(m.rtt_min >= p.rtt - net.own_rtt(), "{m:?}");
+        assert_eq!(emulator::calibration_pings(Duration::from_micros(200)), 60);
+        assert_eq!(emulator::calibration_pings(Duration::from_millis(20)), 15);
+        assert_eq!(emulator::calibration_pings(Duration::from_millis(100)), 8);
     }
 
     #[test]

@@ -15,9 +15,17 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener};
 use std::str::FromStr;
+use std::time::Duration;
 
 use super::netns::{self, KernelError, Pair};
 use super::{Link, LinkError, ParamValue, Profile, Shape};
+
+/// Round trips that measure a delay line's own latency at a profile's `rtt`
+/// ([`Net::own_rtt`]): about 0.3 s of them, 8 to 60, in all three rounds.
+pub fn calibration_pings(rtt: Duration) -> usize {
+    let n = Duration::from_millis(300).as_secs_f64() / rtt.as_secs_f64().max(1e-6);
+    (n as usize).clamp(8, 60)
+}
 
 /// The emulator the user asks for (`--link-emulator`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,6 +71,8 @@ pub struct Net {
     profile: Profile,
     carrier: Carrier,
     notice: Option<String>,
+    /// The round trip the emulator adds of its own (see [`Net::own_rtt`]).
+    own_rtt: Duration,
 }
 
 #[derive(Debug)]
@@ -82,29 +92,36 @@ impl Net {
             profile: Profile::loopback(),
             carrier: Carrier::Direct,
             notice: None,
+            own_rtt: Duration::ZERO,
         }
     }
 
     /// `profile` carried by the emulator `choice` names (loopback has none, whatever the
     /// choice). [`Choice::Auto`] falls back to the user-space link when the kernel's cannot
     /// be set up, and says why in [`Net::notice`]; [`Choice::Kernel`] returns the error.
+    ///
+    /// A user-space delay line (the `userspace` and `netns-tbf+userspace-delay` emulators)
+    /// is then calibrated: see [`Net::own_rtt`].
     pub fn open(profile: Profile, choice: Choice) -> Result<Net, KernelError> {
         let user = |notice| Net {
             profile: profile.clone(),
             carrier: Carrier::User,
             notice,
+            own_rtt: Duration::ZERO,
         };
-        match (profile.rate_bytes_per_s(), choice) {
-            (None, _) => Ok(Net::loopback()),
-            (Some(_), Choice::User) => Ok(user(None)),
-            (Some(rate), Choice::Kernel) => Net::kernel(&profile, rate),
+        let mut net = match (profile.rate_bytes_per_s(), choice) {
+            (None, _) => return Ok(Net::loopback()),
+            (Some(_), Choice::User) => user(None),
+            (Some(rate), Choice::Kernel) => Net::kernel(&profile, rate)?,
             (Some(rate), Choice::Auto) => match Net::kernel(&profile, rate) {
-                Ok(n) => Ok(n),
-                Err(e) => Ok(user(Some(format!(
+                Ok(n) => n,
+                Err(e) => user(Some(format!(
                     "the kernel link is not available ({e}): the user-space link carries {profile}"
-                )))),
+                ))),
             },
-        }
+        };
+        net.calibrate();
+        Ok(net)
     }
 
     fn kernel(profile: &Profile, rate: f64) -> Result<Net, KernelError> {
@@ -114,6 +131,107 @@ impl Net {
             profile: profile.clone(),
             carrier: Carrier::Kernel(pair),
             notice: None,
+            own_rtt: Duration::ZERO,
+        })
+    }
+
+    /// The round trip that the emulator adds of its own, which its delay line takes off
+    /// the profile's delay so that a typical round trip across the link takes the
+    /// profile's RTT. A user-space delay line is a proxy: the hops through it (a read, a
+    /// hand-over between threads, a write, each direction) and the late wake-up of its
+    /// timed waits (20-150 µs on the 2-vCPU VM, more when the VM is idle) added 0.12-0.2 ms
+    /// to `lan`'s 1 ms round trip and 0.15-0.2 ms to `lan10g`'s 0.2 ms. Measured when the
+    /// link is opened: the lower quartile of one-byte round trips across the link with the
+    /// profile's delay, less the profile's RTT and less the lower quartile across the path
+    /// without the line (loopback, or the bare veth pair), in three alternated rounds of
+    /// a third of [`calibration_pings`] round trips each (about 0.3 s of them in all), the
+    /// least of the three; at most the profile's RTT. Zero where
+    /// there is no delay line (loopback, `netem`) or where it could not be measured (the
+    /// notice says so).
+    pub fn own_rtt(&self) -> Duration {
+        self.own_rtt
+    }
+
+    /// Measures [`Net::own_rtt`].
+    fn calibrate(&mut self) {
+        let line = match &self.carrier {
+            Carrier::User => true,
+            Carrier::Kernel(p) => !p.has_netem(),
+            Carrier::Direct => false,
+        };
+        if !line {
+            return;
+        }
+        let timeout = Duration::from_secs(5) + 2 * self.profile.rtt;
+        let pings = calibration_pings(self.profile.rtt);
+        // Three alternated rounds, and the least of their estimates: a round that another
+        // process slowed must not make the line take off more than it adds.
+        let measured = (|| -> Result<Duration, LinkError> {
+            let mut least = Duration::MAX;
+            for _ in 0..3 {
+                let through = super::typical_round_trip(
+                    &self.crossing_with(self.profile.rtt / 2)?,
+                    pings.div_ceil(3),
+                    timeout,
+                )?;
+                let bare = super::typical_round_trip(&self.bare()?, pings.div_ceil(3), timeout)?;
+                least = least.min(through.saturating_sub(self.profile.rtt + bare));
+            }
+            Ok(least)
+        })();
+        match measured {
+            Ok(own) => self.own_rtt = own.min(self.profile.rtt),
+            Err(e) => {
+                let said = format!(
+                    "the delay line's own latency could not be measured ({e}): its round \
+                     trips are that much longer than the profile's"
+                );
+                self.notice = Some(match self.notice.take() {
+                    Some(n) => format!("{n}; {said}"),
+                    None => said,
+                });
+            }
+        }
+    }
+
+    /// A crossing of the path without a delay line or shaper of ours: loopback, or over
+    /// the kernel's link the bare veth pair.
+    fn bare(&self) -> Result<Crossing<'_>, LinkError> {
+        match &self.carrier {
+            Carrier::Kernel(pair) => Net::veth(pair),
+            _ => Net::direct(),
+        }
+    }
+
+    fn direct<'a>() -> Result<Crossing<'a>, LinkError> {
+        let io = |what| move |source| LinkError::Io { what, source };
+        let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let listener = TcpListener::bind(loopback).map_err(io("binding 127.0.0.1:0"))?;
+        let addr = listener.local_addr().map_err(io("local address"))?;
+        Ok(Crossing {
+            listener,
+            addr,
+            client: None,
+            _link: None,
+        })
+    }
+
+    /// A listener on the veth address in the server's namespace, reached from the client's.
+    fn veth(pair: &Pair) -> Result<Crossing<'_>, LinkError> {
+        let io = |what| move |source| LinkError::Io { what, source };
+        let kernel = |what| move |e: KernelError| LinkError::Kernel { what, source: e };
+        let at = SocketAddr::V4(SocketAddrV4::new(netns::ADDR_A, 0));
+        let listener = pair
+            .a()
+            .run(|| TcpListener::bind(at))
+            .map_err(kernel("binding in the server's namespace"))?
+            .map_err(io("binding the veth address"))?;
+        let addr = listener.local_addr().map_err(io("local address"))?;
+        Ok(Crossing {
+            listener,
+            addr,
+            client: Some(pair),
+            _link: None,
         })
     }
 
@@ -166,47 +284,36 @@ impl Net {
     /// A crossing for one session: a listener on the server's side, and the address the
     /// client connects to from its side ([`Crossing::client_side`]).
     pub fn crossing(&self) -> Result<Crossing<'_>, LinkError> {
+        let one_way = self.profile.rtt.saturating_sub(self.own_rtt) / 2;
+        self.crossing_with(one_way)
+    }
+
+    /// A crossing whose delay line (if the emulator has one) delays each direction by
+    /// `one_way`.
+    fn crossing_with(&self, one_way: Duration) -> Result<Crossing<'_>, LinkError> {
         let io = |what| move |source| LinkError::Io { what, source };
         let kernel = |what| move |e: KernelError| LinkError::Kernel { what, source: e };
         let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let shape = || -> Result<Shape, LinkError> {
+            Ok(Shape {
+                one_way,
+                ..self.profile.shape().ok_or(LinkError::Unshaped)?
+            })
+        };
         match &self.carrier {
-            Carrier::Direct => {
-                let listener = TcpListener::bind(loopback).map_err(io("binding 127.0.0.1:0"))?;
-                let addr = listener.local_addr().map_err(io("local address"))?;
-                Ok(Crossing {
-                    listener,
-                    addr,
-                    client: None,
-                    _link: None,
-                })
-            }
+            Carrier::Direct => Net::direct(),
             Carrier::User => {
                 let listener = TcpListener::bind(loopback).map_err(io("binding 127.0.0.1:0"))?;
                 let upstream = listener.local_addr().map_err(io("local address"))?;
-                let link = self.profile.start(upstream)?;
-                let addr = link.as_ref().map_or(upstream, Link::addr);
+                let link = Link::start(shape()?, upstream)?;
                 Ok(Crossing {
                     listener,
-                    addr,
+                    addr: link.addr(),
                     client: None,
-                    _link: link,
+                    _link: Some(link),
                 })
             }
-            Carrier::Kernel(pair) if pair.has_netem() => {
-                let at = SocketAddr::V4(SocketAddrV4::new(netns::ADDR_A, 0));
-                let listener = pair
-                    .a()
-                    .run(|| TcpListener::bind(at))
-                    .map_err(kernel("binding in the server's namespace"))?
-                    .map_err(io("binding the veth address"))?;
-                let addr = listener.local_addr().map_err(io("local address"))?;
-                Ok(Crossing {
-                    listener,
-                    addr,
-                    client: Some(pair),
-                    _link: None,
-                })
-            }
+            Carrier::Kernel(pair) if pair.has_netem() => Net::veth(pair),
             Carrier::Kernel(pair) => {
                 // The server listens on the namespace's loopback; the delay line listens
                 // on the veth address and forwards to it, so that the client's bytes cross
@@ -218,7 +325,7 @@ impl Net {
                         let up = l.local_addr().map_err(io("local address"))?;
                         let shape = Shape {
                             paced: false,
-                            ..self.profile.shape().ok_or(LinkError::Unshaped)?
+                            ..shape()?
                         };
                         let at = SocketAddr::V4(SocketAddrV4::new(netns::ADDR_A, 0));
                         Ok((l, Link::start_at(shape, at, up)?))

@@ -100,6 +100,7 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
             "measured Mbit/s",
             "measured / profile",
             "RTT ms",
+            "delay line's own RTT ms (taken off)",
             "measured RTT ms (min)",
             "measured RTT ms (median)",
             "transfer bytes",
@@ -115,6 +116,7 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
             Value::from(m.rate_bytes_per_s * 8.0 / 1e6),
             Value::from(m.rate_bytes_per_s / rate),
             Value::from(rtt),
+            Value::from(ms(link.own_rtt())),
             Value::from(ms(m.rtt_min)),
             Value::from(ms(m.rtt_median)),
             Value::from(m.bytes),
@@ -126,7 +128,10 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
             Some(
                 "Rate: one one-way transfer between two threads through the link, from the \
                  first write to the answer that the last byte arrived, less the RTT. RTT: ten \
-                 one-byte round trips. The token bucket (tbf's, or the user-space link's) lets \
+                 one-byte round trips. A user-space delay line delays each direction by half \
+                 the profile's RTT less its own round trip (its hops and timer wake-ups, \
+                 measured when the link was set up), so that a typical round trip takes the \
+                 profile's. The token bucket (tbf's, or the user-space link's) lets \
                  its depth (1 ms of bytes, at least 64 KiB) through at once, which puts a short \
                  transfer's rate above the profile's. Sender lead: how long the last byte \
                  arrived after the sender's last write returned; the queue is the lead less \
