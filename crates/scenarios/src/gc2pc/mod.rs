@@ -686,7 +686,7 @@ impl Gc2pc {
                         (gi.as_slice(), ei.as_slice()),
                         evals,
                         (h, sc),
-                        1,
+                        plan.bulk_sessions,
                         lp,
                     )?;
                     for r in &over {
@@ -737,7 +737,7 @@ impl Gc2pc {
 
 /// `sessions` sessions of `evaluations` evaluations of `c` over loopback, the compute of
 /// the predictions over a link: their stage breakdown is emitted (params `p` and the
-/// loopback profile's), and each stage's mean time returned.
+/// loopback profile's), and each stage's median time returned ([`Compute::of`]).
 #[allow(clippy::too_many_arguments)]
 fn loopback_baseline(
     ctx: &Context<'_>,

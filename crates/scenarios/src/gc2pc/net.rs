@@ -149,30 +149,36 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
     Ok(Some((table, model)))
 }
 
-/// The mean time of each stage in sessions over loopback: the compute of the prediction.
+/// The typical time of each stage in sessions over loopback: the compute of the prediction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Compute {
     per_stage: [Duration; Stage::ALL.len()],
 }
 
 impl Compute {
-    /// The mean of each stage over `reports` (sessions of one computation over loopback);
-    /// `None` without reports.
+    /// The median of each stage over `reports` (sessions of one computation over loopback;
+    /// the mean of the middle two for an even count); `None` without reports. The median,
+    /// not the mean: one session that another process slowed (a millisecond stage can take
+    /// twice its usual time on a 2-vCPU VM) must not move every prediction.
     pub fn of(reports: &[SessionReport]) -> Option<Compute> {
-        let n = u32::try_from(reports.len()).ok().filter(|&n| n > 0)?;
-        let mut per_stage = [Duration::ZERO; Stage::ALL.len()];
-        for r in reports {
-            for (slot, &s) in per_stage.iter_mut().zip(&Stage::ALL) {
-                *slot += r.stage(s).time;
-            }
+        if reports.is_empty() {
+            return None;
         }
-        for d in &mut per_stage {
-            *d /= n;
+        let mut per_stage = [Duration::ZERO; Stage::ALL.len()];
+        for (slot, &s) in per_stage.iter_mut().zip(&Stage::ALL) {
+            let mut t: Vec<Duration> = reports.iter().map(|r| r.stage(s).time).collect();
+            t.sort();
+            let n = t.len();
+            *slot = if n % 2 == 1 {
+                t[n / 2]
+            } else {
+                (t[n / 2 - 1] + t[n / 2]) / 2
+            };
         }
         Some(Compute { per_stage })
     }
 
-    /// A stage's mean time.
+    /// A stage's typical (median) time.
     pub fn stage(&self, s: Stage) -> Duration {
         self.per_stage[s as usize]
     }
@@ -314,6 +320,14 @@ mod tests {
         let compute = Compute::of(&loopback).unwrap();
         assert_eq!(compute.stage(Stage::Load), Duration::from_millis(2));
         assert_eq!(compute.stage(Stage::Garble), Duration::from_millis(6));
+        // The median: one slow session does not move it.
+        let outlier = [
+            report([1, 2, 3, 4, 5, 6], [0; 6], [0; 6]),
+            report([30, 2, 3, 4, 5, 6], [0; 6], [0; 6]),
+            report([2, 2, 3, 4, 5, 6], [0; 6], [0; 6]),
+        ];
+        let typical = Compute::of(&outlier).unwrap();
+        assert_eq!(typical.stage(Stage::Load), Duration::from_millis(2));
         let wan: Profile = "wan".parse().unwrap();
         let ms = |d: Duration| (d.as_secs_f64() * 1e3 * 1e3).round() / 1e3;
         // Garble: 2.5 MB out and 1.25 MB back at 25 MB/s, no round trip: 150 ms, which the
