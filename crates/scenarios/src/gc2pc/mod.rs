@@ -552,6 +552,10 @@ impl Gc2pc {
         let mut wire = WireBytes::default();
         let mut busy = [Vec::new(), Vec::new()];
         let mut over = Vec::with_capacity(plan.sessions);
+        // Over a link, each session is followed by the same session over loopback, the
+        // compute of the predictions: alternated, so that the machine's drift (another
+        // process, the VM's neighbours) weighs on both alike.
+        let mut base = Vec::new();
         for _ in 0..plan.sessions {
             ctx.check_cancel()?;
             let both = two_party_over(
@@ -562,6 +566,11 @@ impl Gc2pc {
                 (hash, scheme),
                 net,
             )?;
+            if !net.is_loopback() {
+                let inputs = (gi.as_slice(), ei.as_slice());
+                let lb = two_party_over(name, c, inputs, 1, (hash, scheme), &Net::loopback())?;
+                base.push(lb.garbler);
+            }
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
             let r = both.garbler;
@@ -589,16 +598,7 @@ impl Gc2pc {
         // Over a link: the same sessions over loopback give each stage's compute, and each
         // stage its predicted time over the link.
         if !net.is_loopback() {
-            let base = loopback_baseline(
-                ctx,
-                name,
-                c,
-                (gi.as_slice(), ei.as_slice()),
-                1,
-                (hash, scheme),
-                plan.sessions,
-                p(),
-            )?;
+            let base = loopback_baseline(ctx, name, 1, &base, p())?;
             for r in &over {
                 add_predictions(&mut stages, Stage::name, model, r, &base);
             }
@@ -635,10 +635,18 @@ impl Gc2pc {
             let mut total = 0.0;
             let mut busy = [Vec::new(), Vec::new()];
             let mut over = Vec::with_capacity(plan.bulk_sessions);
+            // Alternated with the same sessions over loopback, as the single-shot ones are
+            // (for the sessions whose stages are predicted).
+            let predicted = h == hash && sc == scheme && !net.is_loopback();
+            let mut base = Vec::new();
             for _ in 0..plan.bulk_sessions {
                 ctx.check_cancel()?;
                 let inputs = (gi.as_slice(), ei.as_slice());
                 let both = two_party_over(name, c, inputs, evals, (h, sc), net)?;
+                if predicted {
+                    let lb = two_party_over(name, c, inputs, evals, (h, sc), &Net::loopback())?;
+                    base.push(lb.garbler);
+                }
                 busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
                 busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
                 let r = both.garbler;
@@ -677,18 +685,8 @@ impl Gc2pc {
             }
             if h == hash && sc == scheme {
                 bulk = median;
-                if !net.is_loopback() {
-                    let lp = bp.clone();
-                    let base = loopback_baseline(
-                        ctx,
-                        name,
-                        c,
-                        (gi.as_slice(), ei.as_slice()),
-                        evals,
-                        (h, sc),
-                        plan.bulk_sessions,
-                        lp,
-                    )?;
+                if predicted {
+                    let base = loopback_baseline(ctx, name, evals, &base, bp.clone())?;
                     for r in &over {
                         add_predictions(&mut stages, Stage::name, model, r, &base);
                     }
@@ -735,27 +733,20 @@ impl Gc2pc {
     }
 }
 
-/// `sessions` sessions of `evaluations` evaluations of `c` over loopback, the compute of
-/// the predictions over a link: their stage breakdown is emitted (params `p` and the
-/// loopback profile's), and each stage's median time returned ([`Compute::of`]).
-#[allow(clippy::too_many_arguments)]
+/// The sessions of `evaluations` evaluations of circuit `name` over loopback (`reports`,
+/// run alternated with the ones over the link), the compute of the predictions: their
+/// stage breakdown is emitted (params `p` and the loopback profile's), and each stage's
+/// median time returned ([`Compute::of`]).
 fn loopback_baseline(
     ctx: &Context<'_>,
     name: &str,
-    c: &Circuit,
-    inputs: (&[u8], &[u8]),
     evaluations: u64,
-    gc: (GcHash, Scheme),
-    sessions: usize,
+    reports: &[garble::session::SessionReport],
     mut p: measure::record::Params,
 ) -> Result<Compute, ScenarioError> {
     let mut stages = Stages::new();
-    let mut reports = Vec::with_capacity(sessions);
-    for _ in 0..sessions {
-        ctx.check_cancel()?;
-        let both = two_party_over(name, c, inputs, evaluations, gc, &Net::loopback())?;
-        add_stages(&mut stages, &both.garbler);
-        reports.push(both.garbler);
+    for r in reports {
+        add_stages(&mut stages, r);
     }
     let total: Duration = reports.iter().map(|r| r.total).sum();
     p.extend(net_params(&garble::link::Profile::loopback()));
@@ -773,7 +764,7 @@ fn loopback_baseline(
         p,
         Body::Stages(stages.finish(&what, Some(total), None)),
     )?;
-    Compute::of(&reports).ok_or_else(|| ScenarioError::step("loopback baseline", "no sessions"))
+    Compute::of(reports).ok_or_else(|| ScenarioError::step("loopback baseline", "no sessions"))
 }
 
 /// The parties' CPU time (`busy`) of the sessions just measured as `{name}-garbler-busy` and
