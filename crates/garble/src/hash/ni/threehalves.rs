@@ -69,6 +69,37 @@ fn lsbs_avx512(v: __m256i) -> i32 {
     i32::from(_mm256_test_epi64_mask(v, _mm256_set1_epi64x(1)))
 }
 
+/// An empty `asm!` that takes all twelve registers of a group's AES outputs:
+/// each is computed before any is used after it. Without it the optimizer
+/// sank each gate's AES rounds down to the gate's own table arithmetic (to
+/// spare registers), so that only three AES chains were in flight at a time:
+/// latency-bound, 17% slower.
+#[target_feature(enable = "avx")]
+#[inline]
+fn all_computed(e: &mut [__m256i; 12]) {
+    // SAFETY: the template is empty: no instruction runs, no memory is read or
+    // written, no flags or stack change; it only pins twelve values in vector
+    // registers.
+    unsafe {
+        core::arch::asm!(
+            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
+            inout(ymm_reg) e[0],
+            inout(ymm_reg) e[1],
+            inout(ymm_reg) e[2],
+            inout(ymm_reg) e[3],
+            inout(ymm_reg) e[4],
+            inout(ymm_reg) e[5],
+            inout(ymm_reg) e[6],
+            inout(ymm_reg) e[7],
+            inout(ymm_reg) e[8],
+            inout(ymm_reg) e[9],
+            inout(ymm_reg) e[10],
+            inout(ymm_reg) e[11],
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+}
+
 /// The kernels of both hashes for one instruction set (as `fused_kernels!`):
 /// `$group_fk` fixed-key gates in flight, `$group_mi` MITCCRH gates with
 /// `$keys_mi` key registers (`G + ceil(G / 2)`); `$egroup_fk` and
@@ -143,27 +174,59 @@ macro_rules! threehalves_kernels {
             }
 
             /// The fixed-key hash's pre-image terms that do not depend on a
-            /// gate's labels: `sigma` of [`FusedLin`]'s offsets `ab` and `x`, and
-            /// of `(R | R)`.
+            /// gate's labels, from `sigma` of [`FusedLin`]'s offsets `ab[p]` and
+            /// `x[p]`, of `(R | R)` and of the first round key `k0`.
+            ///
+            /// The kernel never adds the pre-images back to the AES outputs (the
+            /// `^ x` of `AES(x) ^ x`): `finish` needs only `h0 ^ h1`,
+            /// `hx ^ swap(hx)` and `h0 ^ (hX0 | hX0)`, whose pre-image terms are
+            /// `sigma(R | R)`, again `sigma(R | R)` (as `x[p] ^ swap(x[p]) =
+            /// (R | R)` for every `p`), and `w` below plus the gate's labels and
+            /// tweaks, so the pre-images need not live through the AES rounds.
             struct SigmaLin {
-                ab: [__m256i; 4],
-                x: [__m256i; 4],
+                /// `sigma(ab[p]) ^ k0`.
+                abk: [__m256i; 4],
+                /// `sigma(x[p]) ^ k0`.
+                xk: [__m256i; 4],
+                /// `sigma(ab[p]) ^ (lane 0 of sigma(x[p]), twice)`: the offsets'
+                /// terms of `pre0 ^ (prex's lane 0, twice)`.
+                w: [__m256i; 4],
+                /// `sigma(R | R)`.
                 r: __m256i,
+                /// The last round keys of `(v0, v1, vx)`: `k10`, `k10 ^ sigma(R |
+                /// R)` and `k10 ^ (0 | sigma(R))`, so that the AES outputs come
+                /// out with the terms `sigma(R | R)` of `h0 ^ h1` and of `hx ^
+                /// swap(hx)` already in (`aesenclast(x, k ^ c)` is
+                /// `aesenclast(x, k) ^ c`; `hx`'s low lane, which `h0 ^ (hX0 |
+                /// hX0)` takes, gets nothing).
+                last: [__m256i; 3],
             }
 
             #[target_feature(enable = $features)]
             #[inline]
-            fn sigma_lin(f: &FusedLin, rr: __m256i) -> SigmaLin {
+            fn sigma_lin(f: &FusedLin, rr: __m256i, k0: __m256i, k10: __m256i) -> SigmaLin {
+                let ab: [__m256i; 4] = core::array::from_fn(|p| sigma256(ld4(&f.ab[p])));
+                let x: [__m256i; 4] = core::array::from_fn(|p| sigma256(ld4(&f.x[p])));
+                let r = sigma256(rr);
+                let r_hi = _mm256_blend_epi32::<0b1111_0000>(_mm256_setzero_si256(), r);
                 SigmaLin {
-                    ab: core::array::from_fn(|p| sigma256(ld4(&f.ab[p]))),
-                    x: core::array::from_fn(|p| sigma256(ld4(&f.x[p]))),
-                    r: sigma256(rr),
+                    last: [k10, _mm256_xor_si256(k10, r), _mm256_xor_si256(k10, r_hi)],
+                    abk: core::array::from_fn(|p| _mm256_xor_si256(ab[p], k0)),
+                    xk: core::array::from_fn(|p| _mm256_xor_si256(x[p], k0)),
+                    w: core::array::from_fn(|p| {
+                        _mm256_xor_si256(ab[p], _mm256_permute4x64_epi64::<0b01_00_01_00>(x[p]))
+                    }),
+                    r,
                 }
             }
 
-            /// One fixed-key gate's [`FusedLin`] index and its three pre-images `sigma(x) ^ t` of `(A | B)`,
-            /// `(A ^ R | B ^ R)` (tweaks `tw`) and `(X | X ^ R)` (tweak `tx`), by
-            /// the linearity of `sigma`: one `sigma` of `(A0 | B0)` for all three.
+            /// One fixed-key gate's [`FusedLin`] index, its three pre-images
+            /// `sigma(x) ^ t` of `(A | B)`, `(A ^ R | B ^ R)` (tweaks `tw`) and
+            /// `(X | X ^ R)` (tweak `tx`) XOR the first round key `k0`, by the
+            /// linearity of `sigma`: one `sigma` of `(A0 | B0)` for all three;
+            /// and the pre-image terms of `h0 ^ (hX0 | hX0)` (see [`SigmaLin`]):
+            /// `pre0 ^ (prex's lane 0, twice)`, which is `swap(sigma(A0 | B0)) ^
+            /// w[p] ^ tw ^ tx` (`tx` has its tweak in both lanes).
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::too_many_arguments)]
@@ -176,20 +239,21 @@ macro_rules! threehalves_kernels {
                 coin: u8,
                 tw: __m256i,
                 tx: __m256i,
-            ) -> (usize, [__m256i; 3]) {
+            ) -> (usize, [__m256i; 3], __m256i) {
                 let (ab0, p, idx) = gather_gate(labels, mask, sa, sb, coin);
                 let s0 = sigma256(ab0);
-                let pre0 = _mm256_xor_si256(_mm256_xor_si256(s0, sl.ab[p]), tw);
-                let pre1 = _mm256_xor_si256(pre0, sl.r);
-                let sx = _mm256_xor_si256(s0, _mm256_permute2x128_si256::<0x01>(s0, s0));
-                let prex = _mm256_xor_si256(_mm256_xor_si256(sx, sl.x[p]), tx);
-                (idx, [pre0, pre1, prex])
+                let v0 = _mm256_xor_si256(_mm256_xor_si256(s0, sl.abk[p]), tw);
+                let v1 = _mm256_xor_si256(v0, sl.r);
+                let s0s = _mm256_permute2x128_si256::<0x01>(s0, s0);
+                let sx = _mm256_xor_si256(s0, s0s);
+                let vx = _mm256_xor_si256(_mm256_xor_si256(sx, sl.xk[p]), tx);
+                let w = _mm256_xor_si256(_mm256_xor_si256(s0s, sl.w[p]), _mm256_xor_si256(tw, tx));
+                (idx, [v0, v1, vx], w)
             }
 
             /// One gate's table `S = (G0, G1, G2, -)`, output zero label `C` and
             /// control byte from its zero labels `a0`, `b0` and its hashes
-            /// `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`, `hx = (hX0 | hX1)`. The
-            /// halves of the labels are broadcast from memory (a load, no shuffle).
+            /// `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`, `hx = (hX0 | hX1)`.
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::too_many_arguments)]
@@ -202,11 +266,30 @@ macro_rules! threehalves_kernels {
                 h1: __m256i,
                 hx: __m256i,
             ) -> (__m256i, __m128i, u8) {
-                // Qwords (low first); `*` marks a high half whose lsb is a hash bit.
                 let hx0 = _mm256_permute4x64_epi64::<0b01_00_01_00>(hx);
-                let y = _mm256_xor_si256(h0, hx0); // [CLh, z0*, CRh, z1*]
-                let t01 = _mm256_xor_si256(h0, h1); // [G0h, z2*, G1h, z3*]
-                let tx = _mm256_xor_si256(hx, _mm256_permute2x128_si256::<0x01>(hx, hx)); // [G2h, z4*] twice
+                let y = _mm256_xor_si256(h0, hx0);
+                let t01 = _mm256_xor_si256(h0, h1);
+                let tx = _mm256_xor_si256(hx, _mm256_permute2x128_si256::<0x01>(hx, hx));
+                finish_terms(f, idx, a0, b0, y, t01, tx)
+            }
+
+            /// [`finish`] from the hash terms `y = h0 ^ (hX0 | hX0)`, `t01 = h0 ^
+            /// h1` and `tx = hx ^ swap(hx)`. The halves of the labels are
+            /// broadcast from memory (a load, no shuffle).
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn finish_terms(
+                f: &FusedLin,
+                idx: usize,
+                a0: &Block,
+                b0: &Block,
+                y: __m256i,
+                t01: __m256i,
+                tx: __m256i,
+            ) -> (__m256i, __m128i, u8) {
+                // Qwords (low first); `*` marks a high half whose lsb is a hash bit.
+                // y: [CLh, z0*, CRh, z1*]; t01: [G0h, z2*, G1h, z3*]; tx: [G2h, z4*] twice.
                 let ch = _mm256_permute4x64_epi64::<0b11_01_10_00>(y); // [CLh, CRh, z0*, z1*]
                 let p = _mm256_permute4x64_epi64::<0b11_01_10_00>(t01); // [G0h, G1h, z2*, z3*]
                 let sh = _mm256_blend_epi32::<0b1111_0000>(p, tx); // [G0h, G1h, G2h, z4*]
@@ -228,6 +311,25 @@ macro_rules! threehalves_kernels {
                     c = _mm_xor_si128(c, _mm_and_si128(_mm256_castsi256_si128(qk), ld2(&e.mc[k])));
                 }
                 (s, c, z)
+            }
+
+            /// `AES(x)` under the fixed key for `N` registers `x ^ k0` (whitened),
+            /// register `i` with the last round key `last[i % 3]` (see
+            /// [`SigmaLin`]).
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn aes_n<const N: usize>(
+                k: &[__m256i; 11],
+                last: &[__m256i; 3],
+                v: &[__m256i; N],
+            ) -> [__m256i; N] {
+                let mut v = *v;
+                for key in &k[1..10] {
+                    for x in v.iter_mut() {
+                        *x = _mm256_aesenc_epi128(*x, *key);
+                    }
+                }
+                core::array::from_fn(|i| _mm256_aesenclast_epi128(v[i], last[i % 3]))
             }
 
             /// `x ^ AES(x)` under the fixed key for `N` registers of pre-images.
@@ -308,24 +410,52 @@ macro_rules! threehalves_kernels {
                 const { assert!(N == 3 * G) };
                 let three = _mm256_set_epi64x(0, 3, 0, 3);
                 let to_x = _mm256_set_epi64x(0, 1, 0, 2);
-                let mut pre = [_mm256_setzero_si256(); N];
+                let mut v = [_mm256_setzero_si256(); N];
+                let mut w = [_mm256_setzero_si256(); G];
                 let mut idx = [0; G];
                 for i in 0..G {
                     let tx = _mm256_add_epi64(*tw, to_x);
-                    let (x, p) = prep_fk(sl, labels, mask, run[i][0], run[i][1], coins[i], *tw, tx);
+                    let (x, p, wi) =
+                        prep_fk(sl, labels, mask, run[i][0], run[i][1], coins[i], *tw, tx);
                     idx[i] = x;
-                    pre[3 * i..3 * i + 3].copy_from_slice(&p);
+                    v[3 * i..3 * i + 3].copy_from_slice(&p);
+                    w[i] = wi;
                     *tw = _mm256_add_epi64(*tw, three);
                 }
-                let h = mmo_n(k, &pre);
-                for i in 0..G {
+                let mut e = aes_n(k, &sl.last, &v);
+                if let Ok(e12) = <&mut [__m256i; 12]>::try_from(&mut e[..]) {
+                    all_computed(e12);
+                }
+                macro_rules! fin {
+                    ($i:expr) => {{
+                    let i: usize = $i;
                     let (a0, b0) = (
                         &labels[run[i][0] as usize & mask],
                         &labels[run[i][1] as usize & mask],
                     );
-                    let (s, c, z) = finish(f, idx[i], a0, b0, h[3 * i], h[3 * i + 1], h[3 * i + 2]);
+                    let (e0, e1, ex) = (e[3 * i], e[3 * i + 1], e[3 * i + 2]);
+                    // The hash terms with their pre-image terms (see `SigmaLin`).
+                    let ex0 = _mm256_permute4x64_epi64::<0b01_00_01_00>(ex);
+                    let y = _mm256_xor_si256(_mm256_xor_si256(e0, ex0), w[i]);
+                    let t01 = _mm256_xor_si256(e0, e1);
+                    let tx = _mm256_xor_si256(ex, _mm256_permute2x128_si256::<0x01>(ex, ex));
+                    let (s, c, z) = finish_terms(f, idx[i], a0, b0, y, t01, tx);
                     store_gate(tables, i, s, z);
                     scatter(labels, mask, run[i][2], c);
+                    }};
+                }
+                // Unrolled by hand: the optimizer kept this loop rolled (and its
+                // arrays in memory).
+                const { assert!(G <= 4) };
+                fin!(0);
+                if G > 1 {
+                    fin!(1);
+                }
+                if G > 2 {
+                    fin!(2);
+                }
+                if G > 3 {
+                    fin!(3);
                 }
             }
 
@@ -407,7 +537,7 @@ macro_rules! threehalves_kernels {
                 assert!(tables.len() == TB * run.len() && coins.len() == run.len());
                 let mask = labels.len() - 1;
                 let k = keys256(rk);
-                let sl = sigma_lin(f, _mm256_broadcastsi128_si256(load(&delta)));
+                let sl = sigma_lin(f, _mm256_broadcastsi128_si256(load(&delta)), k[0], k[10]);
                 let t = (3 * gate) as i64;
                 let mut tw = _mm256_set_epi64x(0, t + 1, 0, t);
                 let (tabs, _) = tables.as_chunks_mut::<TB>();
