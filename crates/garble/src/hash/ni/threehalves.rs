@@ -711,22 +711,41 @@ macro_rules! threehalves_kernels {
                 x
             }
 
-            /// Finishes `G` evaluated gates from their hashes (as [`eval_data`]).
-            #[target_feature(enable = $features)]
-            #[inline]
-            fn eval_out<const G: usize, const K: usize>(
-                h: &[__m256i; K],
-                labels: &mut [Block],
-                mask: usize,
-                run: &[[u32; 3]; G],
-                tables: &[[u8; TB]; G],
-            ) {
-                for i in 0..G {
-                    let wa = &labels[run[i][0] as usize & mask];
-                    let wb = &labels[run[i][1] as usize & mask];
-                    let c = eval_finish(wa, wb, h[i], h[G + i / 2], i % 2, &tables[i]);
-                    scatter(labels, mask, run[i][2], c);
-                }
+            /// Finishes `G` evaluated gates from their hashes `$h` (as
+            /// [`eval_data`]). A macro, unrolled by hand: as an `#[inline]`
+            /// function it stayed an out-of-line call with a rolled loop, a
+            /// branch and a variable shift on the lane, and bounds checks on the
+            /// labels (the mask not known there).
+            macro_rules! eval_out {
+                ($h:expr, $labels:expr, $mask:expr, $run:expr, $tables:expr) => {{
+                    let (h, labels, mask, run, tables) = ($h, $labels, $mask, $run, $tables);
+                    const { assert!(G <= 8) };
+                    macro_rules! one {
+                        ($i:literal) => {
+                            if $i < G {
+                                let wa = &labels[run[$i][0] as usize & mask];
+                                let wb = &labels[run[$i][1] as usize & mask];
+                                let c = eval_finish(
+                                    wa,
+                                    wb,
+                                    h[$i],
+                                    h[G + $i / 2],
+                                    $i % 2,
+                                    &tables[$i],
+                                );
+                                scatter(labels, mask, run[$i][2], c);
+                            }
+                        };
+                    }
+                    one!(0);
+                    one!(1);
+                    one!(2);
+                    one!(3);
+                    one!(4);
+                    one!(5);
+                    one!(6);
+                    one!(7);
+                }};
             }
 
             /// `G` fixed-key gates of an evaluation run; `tw` as in [`hash_fk`].
@@ -754,7 +773,7 @@ macro_rules! threehalves_kernels {
                     *tw = _mm256_add_epi64(*tw, three);
                 }
                 let h = mmo_n(k, &pre);
-                eval_out(&h, labels, mask, run, tables);
+                eval_out!(&h, labels, mask, run, tables);
             }
 
             /// `G` MITCCRH gates of an evaluation run; `ctr` as in [`hash_mi`].
@@ -785,7 +804,7 @@ macro_rules! threehalves_kernels {
                 let xs: [[__m256i; 1]; K] = core::array::from_fn(|i| [x[i]]);
                 let h2 = mmo_rekeyed_mixed(keys, &xs);
                 let h: [__m256i; K] = core::array::from_fn(|i| h2[i][0]);
-                eval_out(&h, labels, mask, run, tables);
+                eval_out!(&h, labels, mask, run, tables);
             }
 
             /// See `Hasher::eval_run_3h`, fixed-key hash with round keys `rk`.
