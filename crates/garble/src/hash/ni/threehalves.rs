@@ -503,21 +503,33 @@ macro_rules! threehalves_kernels {
                 }
                 *ctr = c;
                 let h = mmo_rekeyed_mixed(keys, &x);
-                for i in 0..G {
-                    let hp = &h[G + i / 2];
-                    let hx = if i % 2 == 0 {
-                        _mm256_permute2x128_si256::<0x20>(hp[0], hp[1])
-                    } else {
-                        _mm256_permute2x128_si256::<0x31>(hp[0], hp[1])
+                // Unrolled by hand: the optimizer kept this loop rolled (the
+                // hashes stored to the stack and read back, a branch on the
+                // pair's lane).
+                macro_rules! fin {
+                    ($i:literal) => {
+                        if $i < G {
+                            let hp = &h[G + $i / 2];
+                            let hx = if $i % 2 == 0 {
+                                _mm256_permute2x128_si256::<0x20>(hp[0], hp[1])
+                            } else {
+                                _mm256_permute2x128_si256::<0x31>(hp[0], hp[1])
+                            };
+                            let (a0, b0) = (
+                                &labels[run[$i][0] as usize & mask],
+                                &labels[run[$i][1] as usize & mask],
+                            );
+                            let (s, c, z) = finish(f, g[$i].idx, a0, b0, h[$i][0], h[$i][1], hx);
+                            store_gate(tables, $i, s, z);
+                            scatter(labels, mask, run[$i][2], c);
+                        }
                     };
-                    let (a0, b0) = (
-                        &labels[run[i][0] as usize & mask],
-                        &labels[run[i][1] as usize & mask],
-                    );
-                    let (s, c, z) = finish(f, g[i].idx, a0, b0, h[i][0], h[i][1], hx);
-                    store_gate(tables, i, s, z);
-                    scatter(labels, mask, run[i][2], c);
                 }
+                const { assert!(G <= 4) };
+                fin!(0);
+                fin!(1);
+                fin!(2);
+                fin!(3);
             }
 
             /// See `Hasher::garble_run_3h`, fixed-key hash with round keys `rk`.
