@@ -342,6 +342,24 @@ pub(crate) struct EvalEntry {
     pub(crate) g2: [u64; 2],
 }
 
+/// The evaluator's [`FUSED_EVAL`] index `i | j << 1 | r1 << 2 | r2 << 3` with
+/// the hash bits left out of `r_ij` (the kernel XORs them in), indexed by
+/// `(i | j << 1) << 5 | z` for the control bits `z` (five bits): `r1 = z0 ^
+/// z2 i ^ z4 (i ^ j)`, `r2 = z1 ^ z3 j ^ z4 (i ^ j)`.
+pub(crate) static FUSED_EVAL_IDX: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut x = 0;
+    while x < 128 {
+        let (z, i, j) = (x & 31, (x >> 5) & 1, (x >> 6) & 1);
+        let ij = i ^ j;
+        let r1 = (z ^ ((z >> 2) & i) ^ ((z >> 4) & ij)) & 1;
+        let r2 = ((z >> 1) ^ ((z >> 3) & j) ^ ((z >> 4) & ij)) & 1;
+        t[x] = (i | (j << 1) | (r1 << 2) | (r2 << 3)) as u8;
+        x += 1;
+    }
+    t
+};
+
 /// [`EvalEntry`] of every index.
 pub(crate) static FUSED_EVAL: [EvalEntry; 16] = {
     const fn all(b: usize) -> u64 {

@@ -15,7 +15,7 @@
 //! ([`FusedLin`]), so nothing depends on a branch.
 
 use super::*;
-use crate::threehalves::{EvalEntry, FUSED_EVAL, FusedLin};
+use crate::threehalves::{EvalEntry, FUSED_EVAL, FUSED_EVAL_IDX, FusedLin};
 
 /// Bytes of table per gate ([`crate::threehalves::TABLE_BYTES`]).
 const TB: usize = 25;
@@ -659,15 +659,16 @@ macro_rules! threehalves_kernels {
                 lane: usize,
                 t: &[u8; TB],
             ) -> __m128i {
-                let (i, j) = ((wa.0 & 1) as u32, (wb.0 & 1) as u32);
-                let ij = i ^ j;
-                let mh = $lsbs(h) as u32;
-                let hxb = ($lsbs(hp) as u32 >> (1 + 2 * lane)) & 1;
-                let z = u32::from(t[24]);
-                let r1 = (z ^ ((z >> 2) & i) ^ ((z >> 4) & ij) ^ (mh >> 1) ^ hxb) & 1;
-                let r2 = ((z >> 1) ^ ((z >> 3) & j) ^ ((z >> 4) & ij) ^ (mh >> 3) ^ hxb) & 1;
-                let e: &EvalEntry =
-                    &FUSED_EVAL[(i | (j << 1) | (r1 << 2) | (r2 << 3)) as usize & 15];
+                let (i, j) = ((wa.0 & 1) as usize, (wb.0 & 1) as usize);
+                let mh = $lsbs(h) as usize;
+                let hxb = ($lsbs(hp) as usize >> (1 + 2 * lane)) & 1;
+                let z = usize::from(t[24]);
+                // The index with `r_ij` from the control bits and colours alone
+                // (a table), then the hash bits: `hbA_i` (lsb of `h`'s lane 1)
+                // and `hbX` into `r1`, `hbB_j` (lane 3) and `hbX` into `r2`.
+                let base = usize::from(FUSED_EVAL_IDX[((i | (j << 1)) << 5) | (z & 31)]);
+                let x = base ^ ((mh & 2) << 1) ^ (mh & 8) ^ (hxb * 12);
+                let e: &EvalEntry = &FUSED_EVAL[x & 15];
                 // [lo hA, lo hB] ^ [lo hX, lo hX].
                 let hab = _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b11_01_10_00>(h));
                 let hx = if lane == 0 {
