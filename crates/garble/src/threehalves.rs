@@ -120,8 +120,8 @@
 //! The evaluator, four (fixed-key) or eight (MITCCRH, AVX-512VL) gates a
 //! group: per gate `(Wa | Wb)` under `(3g | 3g + 1)`, per two gates
 //! `(Wa ^ Wb | Wa' ^ Wb')` under `(3g + 2 | 3g' + 2)`; the bits `r_ij` are
-//! decoded in scalar code from the control byte and three hash bits, and
-//! select the masks of `EVAL_R` and of `G0, G1, G2` in a 16-entry table
+//! decoded from the control byte and the colours (`FUSED_EVAL_IDX`) and
+//! three hash bits, and select the masks of `EVAL_R` and of `G0, G1, G2` in a 16-entry table
 //! (`FUSED_EVAL`).
 //!
 //! The tables and labels are byte for byte those of the generic code (tested

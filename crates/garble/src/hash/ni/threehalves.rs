@@ -12,7 +12,9 @@
 //! shuffles give the hash terms of `(G0, G1, G2)`, of `C` and of the control
 //! bits, and the linear terms are masked broadcasts of the zero labels'
 //! halves with masks looked up by the gate's colours and coins
-//! ([`FusedLin`]), so nothing depends on a branch.
+//! ([`FusedLin`]), so nothing depends on a branch. The fixed-key garbling
+//! kernel leaves the pre-images out of the hashes and adds their terms to
+//! the hash terms instead (see `SigmaLin`).
 
 use super::*;
 use crate::threehalves::{EvalEntry, FUSED_EVAL, FUSED_EVAL_IDX, FusedLin};
