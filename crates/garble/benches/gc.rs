@@ -8,6 +8,7 @@ use std::time::Instant;
 use garble::hash::{Backend, Block, GcHash};
 use garble::microbench;
 use garble::program::Program;
+use garble::scheme::Scheme;
 use garble::{GateKind, library};
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -16,7 +17,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Sections to run: every argument that is not a flag names one (`gates`,
-/// `onepass`, `aes`, `hash`, `single`, `bulk`); none means all.
+/// `schemes`, `onepass`, `aes`, `hash`, `single`, `bulk`); none means all.
 fn wanted(section: &str) -> bool {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -40,6 +41,9 @@ fn main() {
         println!("garbling hash: {h}");
         if wanted("gates") {
             gates(backend, h);
+        }
+        if wanted("schemes") {
+            schemes(backend, h);
         }
         if wanted("onepass") {
             one_pass(backend, h);
@@ -96,6 +100,82 @@ fn gates(backend: Backend, h: GcHash) {
             n.div_ceil(block),
         );
     }
+}
+
+/// Three-halves against half-gates per AND gate: `PAIRS` (default 9) pairs of
+/// `gate_timing_with` runs (`GATES` AND gates each, default 2^22: 64 repetitions
+/// of one 65,536-gate block), half-gates then three-halves in each pair, in the
+/// same process, so that a pair's two figures see about the same load. Prints
+/// each scheme's garble and evaluate thread-CPU ns per AND (median and min),
+/// the three-halves / half-gates ratio of each pair (min..max and median), and
+/// the wall-clock medians (preemption included).
+fn schemes(backend: Backend, h: GcHash) {
+    let n: usize = std::env::var("GATES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 22);
+    let pairs: usize = std::env::var("PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let time =
+        |s: Scheme| microbench::gate_timing_with(GateKind::And, n, backend, h, s).expect("backend");
+    // One untimed pair first: page faults, frequency ramp, cold caches.
+    let _ = (time(Scheme::HalfGates), time(Scheme::ThreeHalves));
+    let mut t = [Vec::new(), Vec::new()];
+    for _ in 0..pairs {
+        for (i, s) in [Scheme::HalfGates, Scheme::ThreeHalves]
+            .into_iter()
+            .enumerate()
+        {
+            t[i].push(time(s));
+        }
+    }
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let col = |i: usize, f: fn(&microbench::GateTiming) -> f64| -> Vec<f64> {
+        t[i].iter().map(f).collect()
+    };
+    for (i, name) in ["half-gates", "three-halves"].into_iter().enumerate() {
+        let (g, e) = (
+            col(i, microbench::GateTiming::garble_cpu_ns),
+            col(i, microbench::GateTiming::evaluate_cpu_ns),
+        );
+        println!(
+            "{name:>12} AND: garble {:6.2} ns (min {:6.2}), evaluate {:6.2} ns (min {:6.2}); \
+             wall medians {:6.2}, {:6.2}",
+            median(g.clone()),
+            min(&g),
+            median(e.clone()),
+            min(&e),
+            median(col(i, microbench::GateTiming::garble_ns)),
+            median(col(i, microbench::GateTiming::evaluate_ns)),
+        );
+    }
+    for (what, f) in [
+        (
+            "garble",
+            microbench::GateTiming::garble_cpu_ns as fn(&_) -> f64,
+        ),
+        ("evaluate", microbench::GateTiming::evaluate_cpu_ns),
+    ] {
+        let r: Vec<f64> = col(1, f)
+            .iter()
+            .zip(col(0, f))
+            .map(|(a, b)| a / b)
+            .collect();
+        println!(
+            "three-halves / half-gates, {what:<8}: {:.3}..{:.3}, median {:.3}",
+            min(&r),
+            max(&r),
+            median(r.clone()),
+        );
+    }
+    println!(
+        "    ({pairs} pairs, half-gates then three-halves, {n} AND gates each: blocks of {} \
+         gates garbled then evaluated; thread CPU time per AND)",
+        n.clamp(1, microbench::GATE_BLOCK)
+    );
 }
 
 /// Free gates as `gate_timing` measured them before it repeated a

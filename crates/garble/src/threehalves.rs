@@ -120,8 +120,8 @@
 //! The evaluator, four (fixed-key) or eight (MITCCRH, AVX-512VL) gates a
 //! group: per gate `(Wa | Wb)` under `(3g | 3g + 1)`, per two gates
 //! `(Wa ^ Wb | Wa' ^ Wb')` under `(3g + 2 | 3g' + 2)`; the bits `r_ij` are
-//! decoded in scalar code from the control byte and three hash bits, and
-//! select the masks of `EVAL_R` and of `G0, G1, G2` in a 16-entry table
+//! decoded from the control byte and the colours (`FUSED_EVAL_IDX`) and
+//! three hash bits, and select the masks of `EVAL_R` and of `G0, G1, G2` in a 16-entry table
 //! (`FUSED_EVAL`).
 //!
 //! The tables and labels are byte for byte those of the generic code (tested
@@ -341,6 +341,24 @@ pub(crate) struct EvalEntry {
     /// `i ^ j` twice: `G2` enters both halves.
     pub(crate) g2: [u64; 2],
 }
+
+/// The evaluator's [`FUSED_EVAL`] index `i | j << 1 | r1 << 2 | r2 << 3` with
+/// the hash bits left out of `r_ij` (the kernel XORs them in), indexed by
+/// `(i | j << 1) << 5 | z` for the control bits `z` (five bits): `r1 = z0 ^
+/// z2 i ^ z4 (i ^ j)`, `r2 = z1 ^ z3 j ^ z4 (i ^ j)`.
+pub(crate) static FUSED_EVAL_IDX: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut x = 0;
+    while x < 128 {
+        let (z, i, j) = (x & 31, (x >> 5) & 1, (x >> 6) & 1);
+        let ij = i ^ j;
+        let r1 = (z ^ ((z >> 2) & i) ^ ((z >> 4) & ij)) & 1;
+        let r2 = ((z >> 1) ^ ((z >> 3) & j) ^ ((z >> 4) & ij)) & 1;
+        t[x] = (i | (j << 1) | (r1 << 2) | (r2 << 3)) as u8;
+        x += 1;
+    }
+    t
+};
 
 /// [`EvalEntry`] of every index.
 pub(crate) static FUSED_EVAL: [EvalEntry; 16] = {

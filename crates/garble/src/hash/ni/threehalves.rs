@@ -12,10 +12,12 @@
 //! shuffles give the hash terms of `(G0, G1, G2)`, of `C` and of the control
 //! bits, and the linear terms are masked broadcasts of the zero labels'
 //! halves with masks looked up by the gate's colours and coins
-//! ([`FusedLin`]), so nothing depends on a branch.
+//! ([`FusedLin`]), so nothing depends on a branch. The fixed-key garbling
+//! kernel leaves the pre-images out of the hashes and adds their terms to
+//! the hash terms instead (see `SigmaLin`).
 
 use super::*;
-use crate::threehalves::{EvalEntry, FUSED_EVAL, FusedLin};
+use crate::threehalves::{EvalEntry, FUSED_EVAL, FUSED_EVAL_IDX, FusedLin};
 
 /// Bytes of table per gate ([`crate::threehalves::TABLE_BYTES`]).
 const TB: usize = 25;
@@ -67,6 +69,37 @@ fn lsbs_avx2(v: __m256i) -> i32 {
 #[inline]
 fn lsbs_avx512(v: __m256i) -> i32 {
     i32::from(_mm256_test_epi64_mask(v, _mm256_set1_epi64x(1)))
+}
+
+/// An empty `asm!` that takes all twelve registers of a group's AES outputs:
+/// each is computed before any is used after it. Without it the optimizer
+/// sank each gate's AES rounds down to the gate's own table arithmetic (to
+/// spare registers), so that only three AES chains were in flight at a time:
+/// latency-bound, 17% slower.
+#[target_feature(enable = "avx")]
+#[inline]
+fn all_computed(e: &mut [__m256i; 12]) {
+    // SAFETY: the template is empty: no instruction runs, no memory is read or
+    // written, no flags or stack change; it only pins twelve values in vector
+    // registers.
+    unsafe {
+        core::arch::asm!(
+            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
+            inout(ymm_reg) e[0],
+            inout(ymm_reg) e[1],
+            inout(ymm_reg) e[2],
+            inout(ymm_reg) e[3],
+            inout(ymm_reg) e[4],
+            inout(ymm_reg) e[5],
+            inout(ymm_reg) e[6],
+            inout(ymm_reg) e[7],
+            inout(ymm_reg) e[8],
+            inout(ymm_reg) e[9],
+            inout(ymm_reg) e[10],
+            inout(ymm_reg) e[11],
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
 }
 
 /// The kernels of both hashes for one instruction set (as `fused_kernels!`):
@@ -143,27 +176,59 @@ macro_rules! threehalves_kernels {
             }
 
             /// The fixed-key hash's pre-image terms that do not depend on a
-            /// gate's labels: `sigma` of [`FusedLin`]'s offsets `ab` and `x`, and
-            /// of `(R | R)`.
+            /// gate's labels, from `sigma` of [`FusedLin`]'s offsets `ab[p]` and
+            /// `x[p]`, of `(R | R)` and of the first round key `k0`.
+            ///
+            /// The kernel never adds the pre-images back to the AES outputs (the
+            /// `^ x` of `AES(x) ^ x`): `finish` needs only `h0 ^ h1`,
+            /// `hx ^ swap(hx)` and `h0 ^ (hX0 | hX0)`, whose pre-image terms are
+            /// `sigma(R | R)`, again `sigma(R | R)` (as `x[p] ^ swap(x[p]) =
+            /// (R | R)` for every `p`), and `w` below plus the gate's labels and
+            /// tweaks, so the pre-images need not live through the AES rounds.
             struct SigmaLin {
-                ab: [__m256i; 4],
-                x: [__m256i; 4],
+                /// `sigma(ab[p]) ^ k0`.
+                abk: [__m256i; 4],
+                /// `sigma(x[p]) ^ k0`.
+                xk: [__m256i; 4],
+                /// `sigma(ab[p]) ^ (lane 0 of sigma(x[p]), twice)`: the offsets'
+                /// terms of `pre0 ^ (prex's lane 0, twice)`.
+                w: [__m256i; 4],
+                /// `sigma(R | R)`.
                 r: __m256i,
+                /// The last round keys of `(v0, v1, vx)`: `k10`, `k10 ^ sigma(R |
+                /// R)` and `k10 ^ (0 | sigma(R))`, so that the AES outputs come
+                /// out with the terms `sigma(R | R)` of `h0 ^ h1` and of `hx ^
+                /// swap(hx)` already in (`aesenclast(x, k ^ c)` is
+                /// `aesenclast(x, k) ^ c`; `hx`'s low lane, which `h0 ^ (hX0 |
+                /// hX0)` takes, gets nothing).
+                last: [__m256i; 3],
             }
 
             #[target_feature(enable = $features)]
             #[inline]
-            fn sigma_lin(f: &FusedLin, rr: __m256i) -> SigmaLin {
+            fn sigma_lin(f: &FusedLin, rr: __m256i, k0: __m256i, k10: __m256i) -> SigmaLin {
+                let ab: [__m256i; 4] = core::array::from_fn(|p| sigma256(ld4(&f.ab[p])));
+                let x: [__m256i; 4] = core::array::from_fn(|p| sigma256(ld4(&f.x[p])));
+                let r = sigma256(rr);
+                let r_hi = _mm256_blend_epi32::<0b1111_0000>(_mm256_setzero_si256(), r);
                 SigmaLin {
-                    ab: core::array::from_fn(|p| sigma256(ld4(&f.ab[p]))),
-                    x: core::array::from_fn(|p| sigma256(ld4(&f.x[p]))),
-                    r: sigma256(rr),
+                    last: [k10, _mm256_xor_si256(k10, r), _mm256_xor_si256(k10, r_hi)],
+                    abk: core::array::from_fn(|p| _mm256_xor_si256(ab[p], k0)),
+                    xk: core::array::from_fn(|p| _mm256_xor_si256(x[p], k0)),
+                    w: core::array::from_fn(|p| {
+                        _mm256_xor_si256(ab[p], _mm256_permute4x64_epi64::<0b01_00_01_00>(x[p]))
+                    }),
+                    r,
                 }
             }
 
-            /// One fixed-key gate's [`FusedLin`] index and its three pre-images `sigma(x) ^ t` of `(A | B)`,
-            /// `(A ^ R | B ^ R)` (tweaks `tw`) and `(X | X ^ R)` (tweak `tx`), by
-            /// the linearity of `sigma`: one `sigma` of `(A0 | B0)` for all three.
+            /// One fixed-key gate's [`FusedLin`] index, its three pre-images
+            /// `sigma(x) ^ t` of `(A | B)`, `(A ^ R | B ^ R)` (tweaks `tw`) and
+            /// `(X | X ^ R)` (tweak `tx`) XOR the first round key `k0`, by the
+            /// linearity of `sigma`: one `sigma` of `(A0 | B0)` for all three;
+            /// and the pre-image terms of `h0 ^ (hX0 | hX0)` (see [`SigmaLin`]):
+            /// `pre0 ^ (prex's lane 0, twice)`, which is `swap(sigma(A0 | B0)) ^
+            /// w[p] ^ tw ^ tx` (`tx` has its tweak in both lanes).
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::too_many_arguments)]
@@ -176,20 +241,21 @@ macro_rules! threehalves_kernels {
                 coin: u8,
                 tw: __m256i,
                 tx: __m256i,
-            ) -> (usize, [__m256i; 3]) {
+            ) -> (usize, [__m256i; 3], __m256i) {
                 let (ab0, p, idx) = gather_gate(labels, mask, sa, sb, coin);
                 let s0 = sigma256(ab0);
-                let pre0 = _mm256_xor_si256(_mm256_xor_si256(s0, sl.ab[p]), tw);
-                let pre1 = _mm256_xor_si256(pre0, sl.r);
-                let sx = _mm256_xor_si256(s0, _mm256_permute2x128_si256::<0x01>(s0, s0));
-                let prex = _mm256_xor_si256(_mm256_xor_si256(sx, sl.x[p]), tx);
-                (idx, [pre0, pre1, prex])
+                let v0 = _mm256_xor_si256(_mm256_xor_si256(s0, sl.abk[p]), tw);
+                let v1 = _mm256_xor_si256(v0, sl.r);
+                let s0s = _mm256_permute2x128_si256::<0x01>(s0, s0);
+                let sx = _mm256_xor_si256(s0, s0s);
+                let vx = _mm256_xor_si256(_mm256_xor_si256(sx, sl.xk[p]), tx);
+                let w = _mm256_xor_si256(_mm256_xor_si256(s0s, sl.w[p]), _mm256_xor_si256(tw, tx));
+                (idx, [v0, v1, vx], w)
             }
 
             /// One gate's table `S = (G0, G1, G2, -)`, output zero label `C` and
             /// control byte from its zero labels `a0`, `b0` and its hashes
-            /// `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`, `hx = (hX0 | hX1)`. The
-            /// halves of the labels are broadcast from memory (a load, no shuffle).
+            /// `h0 = (hA0 | hB0)`, `h1 = (hA1 | hB1)`, `hx = (hX0 | hX1)`.
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::too_many_arguments)]
@@ -202,11 +268,30 @@ macro_rules! threehalves_kernels {
                 h1: __m256i,
                 hx: __m256i,
             ) -> (__m256i, __m128i, u8) {
-                // Qwords (low first); `*` marks a high half whose lsb is a hash bit.
                 let hx0 = _mm256_permute4x64_epi64::<0b01_00_01_00>(hx);
-                let y = _mm256_xor_si256(h0, hx0); // [CLh, z0*, CRh, z1*]
-                let t01 = _mm256_xor_si256(h0, h1); // [G0h, z2*, G1h, z3*]
-                let tx = _mm256_xor_si256(hx, _mm256_permute2x128_si256::<0x01>(hx, hx)); // [G2h, z4*] twice
+                let y = _mm256_xor_si256(h0, hx0);
+                let t01 = _mm256_xor_si256(h0, h1);
+                let tx = _mm256_xor_si256(hx, _mm256_permute2x128_si256::<0x01>(hx, hx));
+                finish_terms(f, idx, a0, b0, y, t01, tx)
+            }
+
+            /// [`finish`] from the hash terms `y = h0 ^ (hX0 | hX0)`, `t01 = h0 ^
+            /// h1` and `tx = hx ^ swap(hx)`. The halves of the labels are
+            /// broadcast from memory (a load, no shuffle).
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            fn finish_terms(
+                f: &FusedLin,
+                idx: usize,
+                a0: &Block,
+                b0: &Block,
+                y: __m256i,
+                t01: __m256i,
+                tx: __m256i,
+            ) -> (__m256i, __m128i, u8) {
+                // Qwords (low first); `*` marks a high half whose lsb is a hash bit.
+                // y: [CLh, z0*, CRh, z1*]; t01: [G0h, z2*, G1h, z3*]; tx: [G2h, z4*] twice.
                 let ch = _mm256_permute4x64_epi64::<0b11_01_10_00>(y); // [CLh, CRh, z0*, z1*]
                 let p = _mm256_permute4x64_epi64::<0b11_01_10_00>(t01); // [G0h, G1h, z2*, z3*]
                 let sh = _mm256_blend_epi32::<0b1111_0000>(p, tx); // [G0h, G1h, G2h, z4*]
@@ -228,6 +313,25 @@ macro_rules! threehalves_kernels {
                     c = _mm_xor_si128(c, _mm_and_si128(_mm256_castsi256_si128(qk), ld2(&e.mc[k])));
                 }
                 (s, c, z)
+            }
+
+            /// `AES(x)` under the fixed key for `N` registers `x ^ k0` (whitened),
+            /// register `i` with the last round key `last[i % 3]` (see
+            /// [`SigmaLin`]).
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn aes_n<const N: usize>(
+                k: &[__m256i; 11],
+                last: &[__m256i; 3],
+                v: &[__m256i; N],
+            ) -> [__m256i; N] {
+                let mut v = *v;
+                for key in &k[1..10] {
+                    for x in v.iter_mut() {
+                        *x = _mm256_aesenc_epi128(*x, *key);
+                    }
+                }
+                core::array::from_fn(|i| _mm256_aesenclast_epi128(v[i], last[i % 3]))
             }
 
             /// `x ^ AES(x)` under the fixed key for `N` registers of pre-images.
@@ -308,24 +412,52 @@ macro_rules! threehalves_kernels {
                 const { assert!(N == 3 * G) };
                 let three = _mm256_set_epi64x(0, 3, 0, 3);
                 let to_x = _mm256_set_epi64x(0, 1, 0, 2);
-                let mut pre = [_mm256_setzero_si256(); N];
+                let mut v = [_mm256_setzero_si256(); N];
+                let mut w = [_mm256_setzero_si256(); G];
                 let mut idx = [0; G];
                 for i in 0..G {
                     let tx = _mm256_add_epi64(*tw, to_x);
-                    let (x, p) = prep_fk(sl, labels, mask, run[i][0], run[i][1], coins[i], *tw, tx);
+                    let (x, p, wi) =
+                        prep_fk(sl, labels, mask, run[i][0], run[i][1], coins[i], *tw, tx);
                     idx[i] = x;
-                    pre[3 * i..3 * i + 3].copy_from_slice(&p);
+                    v[3 * i..3 * i + 3].copy_from_slice(&p);
+                    w[i] = wi;
                     *tw = _mm256_add_epi64(*tw, three);
                 }
-                let h = mmo_n(k, &pre);
-                for i in 0..G {
+                let mut e = aes_n(k, &sl.last, &v);
+                if let Ok(e12) = <&mut [__m256i; 12]>::try_from(&mut e[..]) {
+                    all_computed(e12);
+                }
+                macro_rules! fin {
+                    ($i:expr) => {{
+                    let i: usize = $i;
                     let (a0, b0) = (
                         &labels[run[i][0] as usize & mask],
                         &labels[run[i][1] as usize & mask],
                     );
-                    let (s, c, z) = finish(f, idx[i], a0, b0, h[3 * i], h[3 * i + 1], h[3 * i + 2]);
+                    let (e0, e1, ex) = (e[3 * i], e[3 * i + 1], e[3 * i + 2]);
+                    // The hash terms with their pre-image terms (see `SigmaLin`).
+                    let ex0 = _mm256_permute4x64_epi64::<0b01_00_01_00>(ex);
+                    let y = _mm256_xor_si256(_mm256_xor_si256(e0, ex0), w[i]);
+                    let t01 = _mm256_xor_si256(e0, e1);
+                    let tx = _mm256_xor_si256(ex, _mm256_permute2x128_si256::<0x01>(ex, ex));
+                    let (s, c, z) = finish_terms(f, idx[i], a0, b0, y, t01, tx);
                     store_gate(tables, i, s, z);
                     scatter(labels, mask, run[i][2], c);
+                    }};
+                }
+                // Unrolled by hand: the optimizer kept this loop rolled (and its
+                // arrays in memory).
+                const { assert!(G <= 4) };
+                fin!(0);
+                if G > 1 {
+                    fin!(1);
+                }
+                if G > 2 {
+                    fin!(2);
+                }
+                if G > 3 {
+                    fin!(3);
                 }
             }
 
@@ -373,21 +505,33 @@ macro_rules! threehalves_kernels {
                 }
                 *ctr = c;
                 let h = mmo_rekeyed_mixed(keys, &x);
-                for i in 0..G {
-                    let hp = &h[G + i / 2];
-                    let hx = if i % 2 == 0 {
-                        _mm256_permute2x128_si256::<0x20>(hp[0], hp[1])
-                    } else {
-                        _mm256_permute2x128_si256::<0x31>(hp[0], hp[1])
+                // Unrolled by hand: the optimizer kept this loop rolled (the
+                // hashes stored to the stack and read back, a branch on the
+                // pair's lane).
+                macro_rules! fin {
+                    ($i:literal) => {
+                        if $i < G {
+                            let hp = &h[G + $i / 2];
+                            let hx = if $i % 2 == 0 {
+                                _mm256_permute2x128_si256::<0x20>(hp[0], hp[1])
+                            } else {
+                                _mm256_permute2x128_si256::<0x31>(hp[0], hp[1])
+                            };
+                            let (a0, b0) = (
+                                &labels[run[$i][0] as usize & mask],
+                                &labels[run[$i][1] as usize & mask],
+                            );
+                            let (s, c, z) = finish(f, g[$i].idx, a0, b0, h[$i][0], h[$i][1], hx);
+                            store_gate(tables, $i, s, z);
+                            scatter(labels, mask, run[$i][2], c);
+                        }
                     };
-                    let (a0, b0) = (
-                        &labels[run[i][0] as usize & mask],
-                        &labels[run[i][1] as usize & mask],
-                    );
-                    let (s, c, z) = finish(f, g[i].idx, a0, b0, h[i][0], h[i][1], hx);
-                    store_gate(tables, i, s, z);
-                    scatter(labels, mask, run[i][2], c);
                 }
+                const { assert!(G <= 4) };
+                fin!(0);
+                fin!(1);
+                fin!(2);
+                fin!(3);
             }
 
             /// See `Hasher::garble_run_3h`, fixed-key hash with round keys `rk`.
@@ -407,7 +551,7 @@ macro_rules! threehalves_kernels {
                 assert!(tables.len() == TB * run.len() && coins.len() == run.len());
                 let mask = labels.len() - 1;
                 let k = keys256(rk);
-                let sl = sigma_lin(f, _mm256_broadcastsi128_si256(load(&delta)));
+                let sl = sigma_lin(f, _mm256_broadcastsi128_si256(load(&delta)), k[0], k[10]);
                 let t = (3 * gate) as i64;
                 let mut tw = _mm256_set_epi64x(0, t + 1, 0, t);
                 let (tabs, _) = tables.as_chunks_mut::<TB>();
@@ -517,15 +661,16 @@ macro_rules! threehalves_kernels {
                 lane: usize,
                 t: &[u8; TB],
             ) -> __m128i {
-                let (i, j) = ((wa.0 & 1) as u32, (wb.0 & 1) as u32);
-                let ij = i ^ j;
-                let mh = $lsbs(h) as u32;
-                let hxb = ($lsbs(hp) as u32 >> (1 + 2 * lane)) & 1;
-                let z = u32::from(t[24]);
-                let r1 = (z ^ ((z >> 2) & i) ^ ((z >> 4) & ij) ^ (mh >> 1) ^ hxb) & 1;
-                let r2 = ((z >> 1) ^ ((z >> 3) & j) ^ ((z >> 4) & ij) ^ (mh >> 3) ^ hxb) & 1;
-                let e: &EvalEntry =
-                    &FUSED_EVAL[(i | (j << 1) | (r1 << 2) | (r2 << 3)) as usize & 15];
+                let (i, j) = ((wa.0 & 1) as usize, (wb.0 & 1) as usize);
+                let mh = $lsbs(h) as usize;
+                let hxb = ($lsbs(hp) as usize >> (1 + 2 * lane)) & 1;
+                let z = usize::from(t[24]);
+                // The index with `r_ij` from the control bits and colours alone
+                // (a table), then the hash bits: `hbA_i` (lsb of `h`'s lane 1)
+                // and `hbX` into `r1`, `hbB_j` (lane 3) and `hbX` into `r2`.
+                let base = usize::from(FUSED_EVAL_IDX[((i | (j << 1)) << 5) | (z & 31)]);
+                let x = base ^ ((mh & 2) << 1) ^ (mh & 8) ^ (hxb * 12);
+                let e: &EvalEntry = &FUSED_EVAL[x & 15];
                 // [lo hA, lo hB] ^ [lo hX, lo hX].
                 let hab = _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b11_01_10_00>(h));
                 let hx = if lane == 0 {
@@ -581,22 +726,41 @@ macro_rules! threehalves_kernels {
                 x
             }
 
-            /// Finishes `G` evaluated gates from their hashes (as [`eval_data`]).
-            #[target_feature(enable = $features)]
-            #[inline]
-            fn eval_out<const G: usize, const K: usize>(
-                h: &[__m256i; K],
-                labels: &mut [Block],
-                mask: usize,
-                run: &[[u32; 3]; G],
-                tables: &[[u8; TB]; G],
-            ) {
-                for i in 0..G {
-                    let wa = &labels[run[i][0] as usize & mask];
-                    let wb = &labels[run[i][1] as usize & mask];
-                    let c = eval_finish(wa, wb, h[i], h[G + i / 2], i % 2, &tables[i]);
-                    scatter(labels, mask, run[i][2], c);
-                }
+            /// Finishes `G` evaluated gates from their hashes `$h` (as
+            /// [`eval_data`]). A macro, unrolled by hand: as an `#[inline]`
+            /// function it stayed an out-of-line call with a rolled loop, a
+            /// branch and a variable shift on the lane, and bounds checks on the
+            /// labels (the mask not known there).
+            macro_rules! eval_out {
+                ($h:expr, $labels:expr, $mask:expr, $run:expr, $tables:expr) => {{
+                    let (h, labels, mask, run, tables) = ($h, $labels, $mask, $run, $tables);
+                    const { assert!(G <= 8) };
+                    macro_rules! one {
+                        ($i:literal) => {
+                            if $i < G {
+                                let wa = &labels[run[$i][0] as usize & mask];
+                                let wb = &labels[run[$i][1] as usize & mask];
+                                let c = eval_finish(
+                                    wa,
+                                    wb,
+                                    h[$i],
+                                    h[G + $i / 2],
+                                    $i % 2,
+                                    &tables[$i],
+                                );
+                                scatter(labels, mask, run[$i][2], c);
+                            }
+                        };
+                    }
+                    one!(0);
+                    one!(1);
+                    one!(2);
+                    one!(3);
+                    one!(4);
+                    one!(5);
+                    one!(6);
+                    one!(7);
+                }};
             }
 
             /// `G` fixed-key gates of an evaluation run; `tw` as in [`hash_fk`].
@@ -624,7 +788,7 @@ macro_rules! threehalves_kernels {
                     *tw = _mm256_add_epi64(*tw, three);
                 }
                 let h = mmo_n(k, &pre);
-                eval_out(&h, labels, mask, run, tables);
+                eval_out!(&h, labels, mask, run, tables);
             }
 
             /// `G` MITCCRH gates of an evaluation run; `ctr` as in [`hash_mi`].
@@ -655,7 +819,7 @@ macro_rules! threehalves_kernels {
                 let xs: [[__m256i; 1]; K] = core::array::from_fn(|i| [x[i]]);
                 let h2 = mmo_rekeyed_mixed(keys, &xs);
                 let h: [__m256i; K] = core::array::from_fn(|i| h2[i][0]);
-                eval_out(&h, labels, mask, run, tables);
+                eval_out!(&h, labels, mask, run, tables);
             }
 
             /// See `Hasher::eval_run_3h`, fixed-key hash with round keys `rk`.
