@@ -1298,8 +1298,9 @@ mod tests {
     fn the_delay_line_is_calibrated_by_what_the_proxy_adds() {
         let p = shaped(80_000_000, 2);
         let net = Net::open(p.clone(), Choice::User).unwrap();
-        // Some of the RTT (a proxy and a timed wait cost something), never all of it.
-        assert!(net.own_rtt() > Duration::ZERO, "{:?}", net.own_rtt());
+        // Measured (no notice of a failure), and never all of the RTT. (Not asserted above
+        // zero: on a busy machine the least of the three estimates can be zero.)
+        assert!(net.notice().is_none(), "{:?}", net.notice());
         assert!(net.own_rtt() < p.rtt, "{:?}", net.own_rtt());
         assert_eq!(Net::loopback().own_rtt(), Duration::ZERO);
         // A round trip takes at least what the line delays it by.
