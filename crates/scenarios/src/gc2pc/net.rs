@@ -237,7 +237,15 @@ impl Model {
             let c = compute.stage(s).as_secs_f64();
             let t = if st.round_trips > 0 {
                 let tail = (st.tail_sent as f64 / rate).min(queue).min(transfer);
-                let t = c + st.round_trips as f64 * rtt + backlog + transfer - tail;
+                let rounds = st.round_trips as f64 * rtt;
+                // The garbler streams its tables while it garbles, round trips (a reveal)
+                // or not: its compute overlaps its bytes. Every other waiting stage
+                // computes, then sends.
+                let t = if s == Stage::Garble {
+                    c.max(backlog + transfer - tail) + rounds
+                } else {
+                    c + rounds + backlog + transfer - tail
+                };
                 backlog = tail;
                 t
             } else {
@@ -389,19 +397,30 @@ mod tests {
             profile: wan.clone(),
             queue: Duration::from_millis(q),
         };
-        // No queue: the stage waits for all its bytes; nothing carries over.
+        // No queue: the stage waits for all its bytes, which its 6 ms of garbling
+        // overlap, and its round trip; nothing carries over.
         let p = model(0).predict(&r, &compute);
-        assert_eq!(ms(p[Stage::Garble as usize]), 126.0);
+        assert_eq!(ms(p[Stage::Garble as usize]), 120.0);
         assert_eq!(ms(p[Stage::Result as usize]), 26.0);
         // A queue of 15 ms holds 15 of the tail's 20 ms: Garble ends 15 ms sooner, and
         // Result waits for them before its answer.
         let p = model(15).predict(&r, &compute);
-        assert_eq!(ms(p[Stage::Garble as usize]), 111.0);
+        assert_eq!(ms(p[Stage::Garble as usize]), 105.0);
         assert_eq!(ms(p[Stage::Result as usize]), 41.0);
         // A queue longer than the tail holds all of it.
         let p = model(300).predict(&r, &compute);
-        assert_eq!(ms(p[Stage::Garble as usize]), 106.0);
+        assert_eq!(ms(p[Stage::Garble as usize]), 100.0);
         assert_eq!(ms(p[Stage::Result as usize]), 46.0);
+        // Garbling slower than the link: the compute, then the round trip.
+        let slow = Compute::of(&[report([0, 2, 0, 0, 300, 6], [0; 6], [0; 6])]).unwrap();
+        let p = model(0).predict(&r, &slow);
+        assert_eq!(ms(p[Stage::Garble as usize]), 320.0);
+        // Any other waiting stage computes, then sends: Peer Inputs with 2.5 MB.
+        let mut pi = report([0; 6], [0, 1, 0, 1, 0, 1], [0, 80, 0, 2_500_000, 0, 0]);
+        pi.stages[Stage::PeerInputs as usize].wire_received = 0;
+        let c = Compute::of(&[report([0, 2, 0, 50, 0, 6], [0; 6], [0; 6])]).unwrap();
+        let p = model(0).predict(&pi, &c);
+        assert_eq!(ms(p[Stage::PeerInputs as usize]), 170.0);
     }
 
     #[test]
