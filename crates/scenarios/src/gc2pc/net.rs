@@ -216,8 +216,11 @@ impl Model {
     ///
     /// * a stage that waits for an answer (`n > 0`) first drains the backlog:
     ///   `t = c + n × RTT + q₀ + b ÷ rate − q₁`, and leaves `q₁ = min(Q, s ÷ rate)`: of the
-    ///   bytes `s` it sent after its last answer ([`StageReport::tail_sent`], the tables
-    ///   garbled after a mid-circuit reveal), what fits in the queue is still on its way;
+    ///   bytes `s` it sent after its last answer
+    ///   ([`garble::session::StageReport::tail_sent`], the tables garbled after a
+    ///   mid-circuit reveal), what fits in the queue is still on its way; the garbler's
+    ///   Garble stage with a round trip (the reveal) garbles while its bytes go, so there
+    ///   `t = max(c, q₀ + b ÷ rate − q₁) + n × RTT`;
     /// * a streaming stage (`n = 0`, the garbler's Garble) ends when its bytes fit in the
     ///   queue `Q`, its compute overlapping the transfer: `t = max(c, q₀ + b ÷ rate − Q)`,
     ///   and leaves `q₀ + b ÷ rate − t` for the next stage.
