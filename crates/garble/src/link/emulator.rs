@@ -163,7 +163,7 @@ impl Net {
             return;
         }
         let timeout = Duration::from_secs(5) + 2 * self.profile.rtt;
-        let pings = calibration_pings(self.profile.rtt);
+        let per_round = calibration_pings(self.profile.rtt).div_ceil(3);
         // Three alternated rounds, and the least of their estimates: a round that another
         // process slowed must not make the line take off more than it adds.
         let measured = (|| -> Result<Duration, LinkError> {
@@ -171,10 +171,10 @@ impl Net {
             for _ in 0..3 {
                 let through = super::typical_round_trip(
                     &self.crossing_with(self.profile.rtt / 2)?,
-                    pings.div_ceil(3),
+                    per_round,
                     timeout,
                 )?;
-                let bare = super::typical_round_trip(&self.bare()?, pings.div_ceil(3), timeout)?;
+                let bare = super::typical_round_trip(&self.bare()?, per_round, timeout)?;
                 least = least.min(through.saturating_sub(self.profile.rtt + bare));
             }
             Ok(least)

@@ -40,6 +40,7 @@ pub const ADDR_B: Ipv4Addr = Ipv4Addr::new(10, 254, 0, 2);
 /// The names of the two ends (each lives in its own namespace, so they cannot clash with
 /// another run's).
 const DEV_A: &str = "ccbench-a";
+const DEV_B: &str = "ccbench-b";
 
 /// The payload of a full TCP segment on the veth pair (MTU 1500, less 20 bytes of IP and
 /// 32 of TCP header with timestamps, which Linux sends).
@@ -48,7 +49,6 @@ const SEGMENT_PAYLOAD: u64 = 1448;
 /// The bytes a qdisc counts for that segment: the payload, the TCP/IP headers and the
 /// 14-byte Ethernet header.
 const FRAME_BYTES: u64 = 1514;
-const DEV_B: &str = "ccbench-b";
 
 /// Why the kernel link could not be set up or used.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -556,18 +556,11 @@ impl Gc2pc {
         // compute of the predictions: alternated, so that the machine's drift (another
         // process, the VM's neighbours) weighs on both alike.
         let mut base = Vec::new();
+        let inputs = (gi.as_slice(), ei.as_slice());
         for _ in 0..plan.sessions {
             ctx.check_cancel()?;
-            let both = two_party_over(
-                name,
-                c,
-                (gi.as_slice(), ei.as_slice()),
-                1,
-                (hash, scheme),
-                net,
-            )?;
+            let both = two_party_over(name, c, inputs, 1, (hash, scheme), net)?;
             if !net.is_loopback() {
-                let inputs = (gi.as_slice(), ei.as_slice());
                 let lb = two_party_over(name, c, inputs, 1, (hash, scheme), &Net::loopback())?;
                 base.push(lb.garbler);
             }

@@ -161,19 +161,13 @@ impl Compute {
     /// not the mean: one session that another process slowed (a millisecond stage can take
     /// twice its usual time on a 2-vCPU VM) must not move every prediction.
     pub fn of(reports: &[SessionReport]) -> Option<Compute> {
-        if reports.is_empty() {
-            return None;
-        }
         let mut per_stage = [Duration::ZERO; Stage::ALL.len()];
         for (slot, &s) in per_stage.iter_mut().zip(&Stage::ALL) {
-            let mut t: Vec<Duration> = reports.iter().map(|r| r.stage(s).time).collect();
-            t.sort();
-            let n = t.len();
-            *slot = if n % 2 == 1 {
-                t[n / 2]
-            } else {
-                (t[n / 2 - 1] + t[n / 2]) / 2
-            };
+            let ns: Vec<f64> = reports
+                .iter()
+                .map(|r| r.stage(s).time.as_nanos() as f64)
+                .collect();
+            *slot = Duration::from_nanos(measure::stats::median(&ns).ok()?.round() as u64);
         }
         Some(Compute { per_stage })
     }
