@@ -123,7 +123,12 @@ pub fn header(buf: &[u8]) -> Result<Option<(ContentType, u16, usize)>, FrameErro
 /// stream, [`finish`](Self::finish) says whether a record was cut short.
 #[derive(Debug, Default)]
 pub struct Reassembler {
+    /// Bytes read live in `buf[..end]`; the rest is room for the next read, zeroed once
+    /// when the buffer grows (not on every read: a relay reads up to 64 KiB at a time,
+    /// and zeroing that much per read cost more than most reads bring).
     buf: Vec<u8>,
+    /// End of the bytes read.
+    end: usize,
     /// Start of the first byte not yet handed out as part of a record.
     pos: usize,
     /// Records handed out.
@@ -138,27 +143,29 @@ impl Reassembler {
 
     /// Appends bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
+        self.spare(bytes.len()).copy_from_slice(bytes);
+        self.commit(bytes.len(), bytes.len());
     }
 
     /// The buffer to read into: `n` spare bytes at the end; call
     /// [`commit`](Self::commit) with what was read.
     pub fn spare(&mut self, n: usize) -> &mut [u8] {
-        let len = self.buf.len();
-        self.buf.resize(len + n, 0);
-        &mut self.buf[len..]
+        let want = self.end + n;
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        &mut self.buf[self.end..want]
     }
 
     /// Keeps `read` of the bytes of the last [`spare`](Self::spare) and drops the rest.
     pub fn commit(&mut self, spare: usize, read: usize) {
-        let keep = self.buf.len() - spare + read.min(spare);
-        self.buf.truncate(keep);
+        self.end += read.min(spare);
     }
 
     /// The range of the next whole record in the buffer, advancing past it; `Ok(None)` when
     /// the buffer holds only part of one.
     pub fn next_range(&mut self) -> Result<Option<(ContentType, u16, Range<usize>)>, FrameError> {
-        let rest = &self.buf[self.pos..];
+        let rest = &self.buf[self.pos..self.end];
         match header(rest)? {
             Some((ct, v, total)) if rest.len() >= total => {
                 let r = self.pos..self.pos + total;
@@ -192,13 +199,14 @@ impl Reassembler {
 
     /// Drops the records handed out, keeping the partial one.
     pub fn compact(&mut self) {
-        self.buf.drain(..self.pos);
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
         self.pos = 0;
     }
 
     /// Bytes buffered that are not yet part of a whole record.
     pub fn pending(&self) -> usize {
-        self.buf.len() - self.pos
+        self.end - self.pos
     }
 
     /// Records handed out so far.
@@ -208,7 +216,7 @@ impl Reassembler {
 
     /// At the end of the stream: an error if it ended inside a record.
     pub fn finish(&self) -> Result<(), FrameError> {
-        let rest = &self.buf[self.pos..];
+        let rest = &self.buf[self.pos..self.end];
         if rest.is_empty() {
             return Ok(());
         }
@@ -318,6 +326,40 @@ mod tests {
         r.commit(64, a.len());
         assert_eq!(drain(&mut r).unwrap(), vec![a]);
         assert_eq!(r.pending(), 0);
+    }
+
+    /// Reads as the relay makes them: a large spare area, filled only in part, with what an
+    /// earlier, longer read left behind it. Only committed bytes may ever form a record.
+    #[test]
+    fn short_reads_into_a_reused_buffer_see_only_what_they_read() {
+        let stream = [
+            rec(ContentType::ApplicationData, &[3; 700]),
+            rec(ContentType::ApplicationData, &[4; 5]),
+            rec(ContentType::Alert, &[1, 0]),
+            rec(ContentType::ApplicationData, &[5; 1500]),
+        ]
+        .concat();
+        // A stale record in the area after the first read: if the reassembler looked past
+        // what was committed, it would hand this one out.
+        let stale = rec(ContentType::Handshake, &[0xee; 40]);
+        for chunk in [1, 3, 5, 64, 701, 1000, stream.len()] {
+            let mut r = Reassembler::new();
+            let mut got = Vec::new();
+            for (i, piece) in stream.chunks(chunk).enumerate() {
+                let area = r.spare(4096);
+                area.fill(0xee);
+                if i == 0 {
+                    area[piece.len()..piece.len() + stale.len()].copy_from_slice(&stale);
+                }
+                area[..piece.len()].copy_from_slice(piece);
+                r.commit(4096, piece.len());
+                got.extend(drain(&mut r).unwrap());
+            }
+            assert_eq!(got.concat(), stream, "chunk {chunk}");
+            assert_eq!(got.len(), 4, "chunk {chunk}");
+            assert_eq!(r.pending(), 0, "chunk {chunk}");
+            r.finish().unwrap();
+        }
     }
 
     #[test]
