@@ -180,6 +180,13 @@ pub trait Channel {
     fn sent_at_last_round_trip(&self) -> u64 {
         0
     }
+    /// When the answer of the last round trip ([`Channel::round_trips`]) had arrived: the
+    /// end of the last receive after it with no send between. What the party did from then
+    /// on (the tables garbled after a mid-circuit reveal) no answer waited for. Channels
+    /// that do not count round trips say `None`.
+    fn answered_at(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// A channel that counts round trips: a receive of data that follows a send of data (with
@@ -198,6 +205,8 @@ pub struct RoundTrips<'a, C: Channel + ?Sized> {
     count: u64,
     /// The inner channel's bytes sent at the last round trip.
     sent_at_last: u64,
+    /// The end of the last receive of the last round trip's answer.
+    answered_at: Option<Instant>,
 }
 
 impl<'a, C: Channel + ?Sized> RoundTrips<'a, C> {
@@ -208,6 +217,7 @@ impl<'a, C: Channel + ?Sized> RoundTrips<'a, C> {
             sent: false,
             count: 0,
             sent_at_last: 0,
+            answered_at: None,
         }
     }
 }
@@ -223,7 +233,12 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
             self.count += 1;
             self.sent_at_last = self.inner.bytes_sent();
         }
-        self.inner.recv(buf)
+        self.inner.recv(buf)?;
+        // An answer's receives: the round trip's, and those in a row after it.
+        if !buf.is_empty() && self.count > 0 && !self.sent {
+            self.answered_at = Some(Instant::now());
+        }
+        Ok(())
     }
     fn flush(&mut self) -> Result<(), ChannelError> {
         self.inner.flush()
@@ -262,6 +277,9 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
     }
     fn sent_at_last_round_trip(&self) -> u64 {
         self.sent_at_last
+    }
+    fn answered_at(&self) -> Option<Instant> {
+        self.answered_at
     }
 }
 
@@ -970,6 +988,8 @@ mod tests {
         r.recv(&mut buf).unwrap();
         r.recv(&mut buf).unwrap();
         assert_eq!(r.round_trips(), 0);
+        // Waiting for the peer to start is no answer.
+        assert_eq!(r.answered_at(), None);
         r.send(&[1; 2]).unwrap();
         r.send(&[]).unwrap();
         r.send_in_place(3, &mut |x| x.fill(2)).unwrap();
@@ -985,6 +1005,9 @@ mod tests {
         assert_eq!(r.round_trips(), 1);
         // The 5 bytes sent before the answer were waited for.
         assert_eq!(r.sent_at_last_round_trip(), 5);
+        // The answer ended with its last receive in a row (the empty one is none).
+        let answered = r.answered_at().expect("an answer arrived");
+        assert!(answered <= Instant::now());
         r.send(&[9; 4]).unwrap();
         r.flush().unwrap();
         b.recv(&mut buf).unwrap();
@@ -993,6 +1016,8 @@ mod tests {
         r.recv(&mut []).unwrap();
         assert_eq!(r.round_trips(), 1);
         assert_eq!((r.bytes_sent(), r.bytes_received()), (9, 16));
+        // Sends after the answer, and an empty receive, leave it where it was.
+        assert_eq!(r.answered_at(), Some(answered));
     }
 
     #[test]

@@ -172,6 +172,10 @@ pub struct StageReport {
     /// in it when it has none): bytes no answer waited for, which may still be on their
     /// way when the stage ends (the tables garbled after a mid-circuit reveal).
     pub tail_sent: u64,
+    /// Wall time in it after the answer of its last round trip arrived (all of it without
+    /// one): over loopback, the compute behind [`StageReport::tail_sent`], during which a
+    /// link already carries those bytes.
+    pub tail_time: Duration,
 }
 
 /// What a session measured.
@@ -436,6 +440,7 @@ impl Stages {
                     wire_received: 0,
                     round_trips: 0,
                     tail_sent: 0,
+                    tail_time: Duration::ZERO,
                 })
                 .collect(),
             cur: None,
@@ -449,16 +454,22 @@ impl Stages {
 
     pub(crate) fn close<C: Channel>(&mut self, ch: &C) {
         if let Some((s, t, at)) = self.cur.take() {
+            let end = Instant::now();
             let now = Counters::of(ch);
             let d = now.since(at);
-            // What was sent after the stage's last round trip (all of it without one).
-            let tail = if d.round_trips > 0 {
-                now.sent.saturating_sub(ch.sent_at_last_round_trip())
+            // What was sent after the stage's last round trip (all of it without one), and
+            // the time since its answer.
+            let (tail, tail_from) = if d.round_trips > 0 {
+                (
+                    now.sent.saturating_sub(ch.sent_at_last_round_trip()),
+                    ch.answered_at().map_or(t, |a| a.max(t)),
+                )
             } else {
-                d.sent
+                (d.sent, t)
             };
             let r = &mut self.acc[s as usize];
-            r.time += t.elapsed();
+            r.time += end.saturating_duration_since(t);
+            r.tail_time += end.saturating_duration_since(tail_from);
             r.bytes_sent += d.sent;
             r.bytes_received += d.received;
             r.wire_sent += d.wire_sent;

@@ -1481,6 +1481,11 @@ mod tests {
                 "{scheme}"
             );
             assert_eq!(g.report.stage(Stage::Result).tail_sent, 0);
+            // Its tail's time is what came after the reveal's answer: part of the stage.
+            assert!(garble.tail_time < garble.time, "{scheme}");
+            // A stage without a round trip is all tail: the garbler's OT Init sends only.
+            let ot = g.report.stage(Stage::OtInit);
+            assert_eq!((ot.round_trips, ot.tail_time), (0, ot.time), "{scheme}");
         }
         // No flat form.
         assert!(matches!(

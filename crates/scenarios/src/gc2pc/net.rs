@@ -153,6 +153,9 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Compute {
     per_stage: [Duration; Stage::ALL.len()],
+    /// Each stage's time after its last round trip's answer
+    /// ([`garble::session::StageReport::tail_time`]).
+    tail: [Duration; Stage::ALL.len()],
 }
 
 impl Compute {
@@ -161,20 +164,29 @@ impl Compute {
     /// not the mean: one session that another process slowed (a millisecond stage can take
     /// twice its usual time on a 2-vCPU VM) must not move every prediction.
     pub fn of(reports: &[SessionReport]) -> Option<Compute> {
+        let median = |f: &dyn Fn(&SessionReport) -> Duration| -> Option<Duration> {
+            let ns: Vec<f64> = reports.iter().map(|r| f(r).as_nanos() as f64).collect();
+            Some(Duration::from_nanos(
+                measure::stats::median(&ns).ok()?.round() as u64,
+            ))
+        };
         let mut per_stage = [Duration::ZERO; Stage::ALL.len()];
-        for (slot, &s) in per_stage.iter_mut().zip(&Stage::ALL) {
-            let ns: Vec<f64> = reports
-                .iter()
-                .map(|r| r.stage(s).time.as_nanos() as f64)
-                .collect();
-            *slot = Duration::from_nanos(measure::stats::median(&ns).ok()?.round() as u64);
+        let mut tail = [Duration::ZERO; Stage::ALL.len()];
+        for (i, &s) in Stage::ALL.iter().enumerate() {
+            per_stage[i] = median(&|r| r.stage(s).time)?;
+            tail[i] = median(&|r| r.stage(s).tail_time)?;
         }
-        Some(Compute { per_stage })
+        Some(Compute { per_stage, tail })
     }
 
     /// A stage's typical (median) time.
     pub fn stage(&self, s: Stage) -> Duration {
         self.per_stage[s as usize]
+    }
+
+    /// A stage's typical (median) time after its last round trip's answer.
+    pub fn tail(&self, s: Stage) -> Duration {
+        self.tail[s as usize]
     }
 }
 
@@ -214,7 +226,9 @@ impl Model {
     ///   ([`garble::session::StageReport::tail_sent`], the tables garbled after a
     ///   mid-circuit reveal), what fits in the queue is still on its way; the garbler's
     ///   Garble stage with a round trip (the reveal) garbles while its bytes go, so there
-    ///   `t = max(c, q₀ + b ÷ rate − q₁) + n × RTT`;
+    ///   `t = max(c, q₀ + b ÷ rate − q₁) + n × RTT`, and the link carries its tail while
+    ///   the tail is garbled (its loopback time after the answer, `cₜ`,
+    ///   [`garble::session::StageReport::tail_time`]): `q₁ = min(Q, s ÷ rate − cₜ)`;
     /// * a streaming stage (`n = 0`, the garbler's Garble) ends when its bytes fit in the
     ///   queue `Q`, its compute overlapping the transfer: `t = max(c, q₀ + b ÷ rate − Q)`,
     ///   and leaves `q₀ + b ÷ rate − t` for the next stage.
@@ -233,12 +247,22 @@ impl Model {
             let transfer = (st.wire_sent + st.wire_received) as f64 / rate;
             let c = compute.stage(s).as_secs_f64();
             let t = if st.round_trips > 0 {
-                let tail = (st.tail_sent as f64 / rate).min(queue).min(transfer);
                 let rounds = st.round_trips as f64 * rtt;
                 // The garbler streams its tables while it garbles, round trips (a reveal)
-                // or not: its compute overlaps its bytes. Every other waiting stage
-                // computes, then sends.
-                let t = if s == Stage::Garble {
+                // or not: its compute overlaps its bytes, and what the link carried while
+                // it garbled the tail is no longer queued at the end. Every other waiting
+                // stage computes, then sends.
+                let streams = s == Stage::Garble;
+                let overlap = if streams {
+                    compute.tail(s).as_secs_f64()
+                } else {
+                    0.0
+                };
+                let tail = (st.tail_sent as f64 / rate - overlap)
+                    .max(0.0)
+                    .min(queue)
+                    .min(transfer);
+                let t = if streams {
                     c.max(backlog + transfer - tail) + rounds
                 } else {
                     c + rounds + backlog + transfer - tail
@@ -300,6 +324,7 @@ mod tests {
                     wire_received: bytes[i] / 2,
                     round_trips: rounds[i],
                     tail_sent: 0,
+                    tail_time: Duration::from_millis(times_ms[i]),
                 })
                 .collect(),
             circuit: garble::library::mul(4).stats(),
@@ -385,7 +410,14 @@ mod tests {
     fn bytes_after_a_stages_last_round_trip_carry_into_the_next() {
         let wan: Profile = "wan".parse().unwrap();
         let ms = |d: Duration| (d.as_secs_f64() * 1e3 * 1e3).round() / 1e3;
-        let compute = Compute::of(&[report([0, 2, 0, 0, 6, 6], [0; 6], [0; 6])]).unwrap();
+        // Over loopback the stage garbles for 6 ms, the last 2 of them after the reveal.
+        let with_tail = |garble_ms: u64, tail_ms: u64| {
+            let mut r = report([0, 2, 0, 0, garble_ms, 6], [0; 6], [0; 6]);
+            r.stages[Stage::Garble as usize].tail_time = Duration::from_millis(tail_ms);
+            Compute::of(&[r]).unwrap()
+        };
+        let compute = with_tail(6, 2);
+        assert_eq!(compute.tail(Stage::Garble), Duration::from_millis(2));
         // 2.5 MB of Garble at 25 MB/s (100 ms), 0.5 MB of it after the reveal (20 ms).
         let mut r = report([0; 6], [0, 1, 0, 1, 1, 1], [0, 80, 0, 0, 2_500_000, 0]);
         r.stages[Stage::Garble as usize].wire_received = 0;
@@ -404,10 +436,15 @@ mod tests {
         let p = model(15).predict(&r, &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 105.0);
         assert_eq!(ms(p[Stage::Result as usize]), 41.0);
-        // A queue longer than the tail holds all of it.
+        // A queue longer than the tail holds all of it but the 2 ms the link carried while
+        // the tail was garbled.
         let p = model(300).predict(&r, &compute);
-        assert_eq!(ms(p[Stage::Garble as usize]), 100.0);
-        assert_eq!(ms(p[Stage::Result as usize]), 46.0);
+        assert_eq!(ms(p[Stage::Garble as usize]), 102.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 44.0);
+        // A tail garbled slower than the link carries it leaves nothing queued.
+        let p = model(300).predict(&r, &with_tail(30, 25));
+        assert_eq!(ms(p[Stage::Garble as usize]), 120.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 26.0);
         // Garbling slower than the link: the compute, then the round trip.
         let slow = Compute::of(&[report([0, 2, 0, 0, 300, 6], [0; 6], [0; 6])]).unwrap();
         let p = model(0).predict(&r, &slow);
