@@ -583,75 +583,141 @@ pub fn ring_checks(rows: &[Row], batched: &str, ring: &str) -> Vec<Check> {
 /// (time per record) before its choice is called wrong.
 pub const ADVISOR_TOLERANCE: f64 = 0.20;
 
+/// The advisor's selection against the best configuration at one record size.
+enum Judged<'a> {
+    /// These configurations have no time per record (or no other one has).
+    Missing(Vec<&'a str>),
+    /// Every configuration has one.
+    Measured {
+        verdict: Verdict,
+        /// The configuration with the lowest median.
+        best: &'a str,
+        /// The advisor's median over the best's, less one.
+        excess: f64,
+        /// Each configuration's summary, the advisor's first.
+        known: Vec<(&'a str, Summary)>,
+    },
+}
+
+/// Judges the advisor's selection at `size` (see [`advisor_checks`]).
+fn judge<'a>(
+    rows: &[Row],
+    advisor: &'a str,
+    others: &[&'a str],
+    size: usize,
+) -> Option<Judged<'a>> {
+    let find = |c: &str| find_row(rows, c, size);
+    let a = find(advisor)?;
+    let mut measured = vec![(advisor, a.summary())];
+    measured.extend(others.iter().filter_map(|&c| Some((c, find(c)?.summary()))));
+    let missing: Vec<&str> = measured
+        .iter()
+        .filter(|(_, s)| s.is_none())
+        .map(|(c, _)| *c)
+        .collect();
+    let known: Vec<(&str, Summary)> = measured
+        .into_iter()
+        .filter_map(|(c, s)| Some((c, s?)))
+        .collect();
+    if !missing.is_empty() || known.len() < 2 {
+        return Some(Judged::Missing(missing));
+    }
+    let sa = known[0].1.clone();
+    let (best, sb) = known
+        .iter()
+        .min_by(|x, y| x.1.median_ns.total_cmp(&y.1.median_ns))
+        .map(|(c, s)| (*c, s.clone()))
+        .unwrap_or((advisor, sa.clone()));
+    let excess = sa.median_ns / sb.median_ns - 1.0;
+    let verdict = if excess <= ADVISOR_TOLERANCE {
+        Verdict::Pass
+    } else if sa.median_ci_low_ns > sb.median_ci_high_ns {
+        Verdict::Fail
+    } else {
+        Verdict::Warn
+    };
+    Some(Judged::Measured {
+        verdict,
+        best,
+        excess,
+        known,
+    })
+}
+
+/// The record sizes at which [`advisor_checks`] would fail, each with the best
+/// configuration there: the pairs to measure again before a failure is reported (a single
+/// pass's rounds do not show how far a whole pass moves on a busy 2-vCPU machine, where one
+/// configuration measured twice has differed by more than the tolerance).
+pub fn advisor_failures<'a>(
+    rows: &[Row],
+    advisor: &'a str,
+    others: &[&'a str],
+) -> Vec<(usize, &'a str)> {
+    record_sizes(rows)
+        .into_iter()
+        .filter_map(|size| match judge(rows, advisor, others, size)? {
+            Judged::Measured {
+                verdict: Verdict::Fail,
+                best,
+                ..
+            } => Some((size, best)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The advisor's selection (`advised`: the ecalls it made switchless, `none` for regular
 /// ecalls) against the best configuration measured at each record size: the one with the
 /// lowest median time per record among `advisor` and `others`. Pass within
 /// [`ADVISOR_TOLERANCE`] of the best; beyond it, a warning while the medians' 95% intervals
 /// overlap (noise), a failure when the advisor's interval lies wholly above the best's: the
 /// measurements contradict the advice. A size where a configuration has no time is "not
-/// measured".
-pub fn advisor_checks(rows: &[Row], advisor: &str, others: &[&str], advised: &str) -> Vec<Check> {
-    let find = |c: &str, size: usize| find_row(rows, c, size);
-    let sizes = record_sizes(rows);
+/// measured". `again` lists the sizes whose advisor and best rows hold the rounds of a
+/// second pass each ([`advisor_failures`]); their messages say so.
+pub fn advisor_checks(
+    rows: &[Row],
+    advisor: &str,
+    others: &[&str],
+    advised: &str,
+    again: &[usize],
+) -> Vec<Check> {
     let mut out = Vec::new();
-    for size in sizes {
+    for size in record_sizes(rows) {
         let name = format!("advisor-choice-{size}");
-        let Some(a) = find(advisor, size) else {
+        let Some(judged) = judge(rows, advisor, others, size) else {
             continue;
         };
-        let mut measured = vec![(advisor, a.summary())];
-        measured.extend(
-            others
-                .iter()
-                .filter_map(|&c| Some((c, find(c, size)?.summary()))),
-        );
-        let missing: Vec<&str> = measured
-            .iter()
-            .filter(|(_, s)| s.is_none())
-            .map(|(c, _)| *c)
-            .collect();
-        let known: Vec<(&str, Summary)> = measured
-            .into_iter()
-            .filter_map(|(c, s)| Some((c, s?)))
-            .collect();
-        if !missing.is_empty() || known.len() < 2 {
-            out.push(Check::run(
-                name,
-                Verdict::Warn,
-                format!(
-                    "{size}-byte records: not measured ({} without a time per record)",
-                    if missing.is_empty() {
-                        "every other configuration".to_owned()
-                    } else {
-                        missing.join(", ")
-                    }
-                ),
-            ));
-            continue;
-        }
-        let ci = |s: &Summary| {
-            format!(
-                "{:.0} [{:.0}, {:.0}]",
-                s.median_ns, s.median_ci_low_ns, s.median_ci_high_ns
-            )
-        };
-        let sa = &known[0].1;
-        let (best, sb) = known
-            .iter()
-            .min_by(|x, y| x.1.median_ns.total_cmp(&y.1.median_ns))
-            .map(|(c, s)| (*c, s))
-            .unwrap_or((advisor, sa));
-        let excess = sa.median_ns / sb.median_ns - 1.0;
-        let verdict = if excess <= ADVISOR_TOLERANCE {
-            Verdict::Pass
-        } else if sa.median_ci_low_ns > sb.median_ci_high_ns {
-            Verdict::Fail
-        } else {
-            Verdict::Warn
+        let (verdict, best, excess, known) = match judged {
+            Judged::Missing(missing) => {
+                out.push(Check::run(
+                    name,
+                    Verdict::Warn,
+                    format!(
+                        "{size}-byte records: not measured ({} without a time per record)",
+                        if missing.is_empty() {
+                            "every other configuration".to_owned()
+                        } else {
+                            missing.join(", ")
+                        }
+                    ),
+                ));
+                continue;
+            }
+            Judged::Measured {
+                verdict,
+                best,
+                excess,
+                known,
+            } => (verdict, best, excess, known),
         };
         let all: Vec<String> = known
             .iter()
-            .map(|(c, s)| format!("{c} {}", ci(s)))
+            .map(|(c, s)| {
+                format!(
+                    "{c} {:.0} [{:.0}, {:.0}]",
+                    s.median_ns, s.median_ci_low_ns, s.median_ci_high_ns
+                )
+            })
             .collect();
         out.push(Check::run(
             name,
@@ -659,7 +725,7 @@ pub fn advisor_checks(rows: &[Row], advisor: &str, others: &[&str], advised: &st
             format!(
                 "{size}-byte records, ns per record, median [95% CI]: {}. The advisor's \
                  selection (switchless: {advised}) is {:+.0}% against the best, {best} \
-                 (tolerance {:.0}%){}",
+                 (tolerance {:.0}%){}{}",
                 all.join("; "),
                 excess * 100.0,
                 ADVISOR_TOLERANCE * 100.0,
@@ -667,6 +733,13 @@ pub fn advisor_checks(rows: &[Row], advisor: &str, others: &[&str], advised: &st
                     Verdict::Pass => "",
                     Verdict::Warn => ": slower, but within the noise",
                     Verdict::Fail => ": slower beyond the tolerance and the noise",
+                },
+                if again.contains(&size) {
+                    ". The first pass failed this check: the advisor's selection and the best \
+                     configuration were measured again, alternated, and these figures hold \
+                     the rounds of both passes of each"
+                } else {
+                    ""
                 }
             ),
         ));
@@ -807,7 +880,7 @@ mod tests {
     fn the_advisor_is_judged_against_the_best_measured_configuration() {
         let others = ["sandbox", "all"];
         let check = |rows: &[Row]| {
-            let c = advisor_checks(rows, "advisor", &others, "none");
+            let c = advisor_checks(rows, "advisor", &others, "none", &[]);
             assert_eq!(c.len(), 1);
             c.into_iter().next().unwrap()
         };
@@ -821,6 +894,7 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Fail, "{}", c.message);
         assert!(c.message.contains("the best, all"), "{}", c.message);
         assert!(c.message.contains("switchless: none"), "{}", c.message);
+        assert!(!c.message.contains("measured again"), "{}", c.message);
         // Within the tolerance of the best: pass.
         let c = check(&[
             row("sandbox", 256, &[1000.0, 1010.0, 990.0]),
@@ -850,6 +924,40 @@ mod tests {
         ]);
         assert_eq!(c.verdict, Verdict::Warn, "{}", c.message);
         assert!(c.message.contains("not measured"), "{}", c.message);
+    }
+
+    /// A failure is what gets measured again, with the configuration it lost to; after the
+    /// second pass the check says whose rounds it read.
+    #[test]
+    fn failing_sizes_are_named_with_the_best_configuration() {
+        let others = ["sandbox", "all"];
+        let rows = vec![
+            // 256 B: the advisor loses to all-switchless beyond the noise.
+            row("sandbox", 256, &[5000.0, 5010.0, 4990.0]),
+            row("all", 256, &[1000.0, 1010.0, 990.0]),
+            row("advisor", 256, &[5000.0, 5001.0, 4999.0]),
+            // 1 KiB: the advisor is the best.
+            row("sandbox", 1024, &[2000.0, 2010.0, 1990.0]),
+            row("all", 1024, &[3000.0, 3010.0, 2990.0]),
+            row("advisor", 1024, &[1000.0, 1010.0, 990.0]),
+            // 4 KiB: slower, within the noise (a warning, not a failure).
+            row("sandbox", 4096, &[1000.0, 3000.0, 900.0, 2900.0, 950.0]),
+            row("all", 4096, &[5000.0, 5010.0, 4990.0]),
+            row("advisor", 4096, &[1400.0, 3100.0, 1300.0, 3000.0, 1350.0]),
+        ];
+        assert_eq!(
+            advisor_failures(&rows, "advisor", &others),
+            vec![(256, "all")]
+        );
+        // The second pass of each moved the two together: the pooled rounds overlap.
+        let mut again = rows.clone();
+        again[1].ns_per_record.extend([4000.0, 4100.0, 3900.0]);
+        again[2].ns_per_record.extend([1100.0, 1000.0, 1050.0]);
+        assert!(advisor_failures(&again, "advisor", &others).is_empty());
+        let c = advisor_checks(&again, "advisor", &others, "none", &[256]);
+        assert_eq!(c[0].verdict, Verdict::Warn, "{}", c[0].message);
+        assert!(c[0].message.contains("measured again"), "{}", c[0].message);
+        assert!(!c[1].message.contains("measured again"), "{}", c[1].message);
     }
 
     #[test]
