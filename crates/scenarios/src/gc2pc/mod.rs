@@ -367,23 +367,27 @@ impl Gc2pc {
                         } else {
                             &schemes[..1]
                         };
-                    for &scheme in these {
-                        ctx.check_cancel()?;
-                        // The portable cipher is ~35x slower: fewer gates keep the run short.
-                        let gates = if backend == HashBackend::Portable {
-                            plan.gates / 16
-                        } else {
-                            plan.gates
-                        };
-                        let mut garble = Vec::with_capacity(plan.runs);
-                        let mut evaluate = Vec::with_capacity(plan.runs);
-                        for _ in 0..plan.runs {
+                    // The portable cipher is ~35x slower: fewer gates keep the run short.
+                    let gates = if backend == HashBackend::Portable {
+                        plan.gates / 16
+                    } else {
+                        plan.gates
+                    };
+                    // The schemes' runs alternate (one of each, then again), so that a
+                    // slow spell of the machine weighs on every scheme alike: their ratio
+                    // is the schemes table's figure.
+                    let mut times = vec![(Vec::new(), Vec::new()); these.len()];
+                    for _ in 0..plan.runs {
+                        for (&scheme, (garble, evaluate)) in these.iter().zip(&mut times) {
+                            ctx.check_cancel()?;
                             let t =
                                 microbench::gate_timing_with(kind, gates, backend, hash, scheme)
                                     .at("gate timing")?;
                             garble.push(t.garble_ns());
                             evaluate.push(t.evaluate_ns());
                         }
+                    }
+                    for (&scheme, (garble, evaluate)) in these.iter().zip(times) {
                         let mut this = [0.0; 2];
                         for (op, v) in [("garble", garble), ("evaluate", evaluate)] {
                             let s = Samples {
