@@ -900,10 +900,12 @@ impl TlsMiddlebox {
                 2 * again.len() as u64,
             );
         }
+        let mut remeasured = Vec::new();
         for &(size, best) in &again {
             let Some(best) = rivals.into_iter().find(|s| s.title() == best) else {
                 continue;
             };
+            remeasured.push(size);
             for setup in [best, Setup::Advisor] {
                 let selection = setup.selection(&advisor_selection);
                 let o = self.measure(ctx, &plan, &endpoints, setup, size, &selection)?;
@@ -917,7 +919,6 @@ impl TlsMiddlebox {
                 outcomes.push(o);
             }
         }
-        let again: Vec<usize> = again.iter().map(|&(size, _)| size).collect();
         let checks = analysis::target_checks(&rows, Setup::Native.title(), Setup::Sandbox.title())
             .into_iter()
             .chain(analysis::batched_checks(
@@ -935,7 +936,7 @@ impl TlsMiddlebox {
                 Setup::Advisor.title(),
                 &rival_titles,
                 &advised,
-                &again,
+                &remeasured,
             ));
         for c in checks {
             ctx.emit(NAME, "all", Params::new(), Body::Check(c))?;
