@@ -16,6 +16,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The environment variable `name` as a number, or `default` when unset or not one.
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Sections to run: every argument that is not a flag names one (`gates`,
 /// `schemes`, `onepass`, `aes`, `hash`, `single`, `bulk`); none means all.
 fn wanted(section: &str) -> bool {
@@ -70,14 +82,8 @@ fn gates(backend: Backend, h: GcHash) {
         (GateKind::Xor, 1 << 22),
         (GateKind::Inv, 1 << 22),
     ] {
-        let n = std::env::var("GATES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(n);
-        let samples: usize = std::env::var("SAMPLES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(7);
+        let n = env_usize("GATES", n);
+        let samples = env_usize("SAMPLES", 7);
         let mut g = Vec::new();
         let mut e = Vec::new();
         for _ in 0..samples {
@@ -85,7 +91,6 @@ fn gates(backend: Backend, h: GcHash) {
             g.push(t.garble_ns());
             e.push(t.evaluate_ns());
         }
-        let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
         let (gmin, emin) = (min(&g), min(&e));
         let block = n.clamp(1, microbench::GATE_BLOCK);
         println!(
@@ -110,14 +115,8 @@ fn gates(backend: Backend, h: GcHash) {
 /// the three-halves / half-gates ratio of each pair (min..max and median), and
 /// the wall-clock medians (preemption included).
 fn schemes(backend: Backend, h: GcHash) {
-    let n: usize = std::env::var("GATES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1 << 22);
-    let pairs: usize = std::env::var("PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(9);
+    let n = env_usize("GATES", 1 << 22);
+    let pairs = env_usize("PAIRS", 9);
     let time =
         |s: Scheme| microbench::gate_timing_with(GateKind::And, n, backend, h, s).expect("backend");
     // One untimed pair first: page faults, frequency ramp, cold caches.
@@ -131,7 +130,6 @@ fn schemes(backend: Backend, h: GcHash) {
             t[i].push(time(s));
         }
     }
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let max = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let col = |i: usize, f: fn(&microbench::GateTiming) -> f64| -> Vec<f64> {
         t[i].iter().map(f).collect()
