@@ -162,6 +162,15 @@ impl Net {
         if !line {
             return;
         }
+        if !super::line_runs_ahead() {
+            self.say(
+                "the delay line's threads could not be put ahead of the parties' (raising \
+                 their priority needs CAP_SYS_NICE): where the parties keep every core busy, \
+                 a chunk that is due can wait for a scheduler slice, milliseconds added to \
+                 its crossing"
+                    .to_owned(),
+            );
+        }
         let timeout = Duration::from_secs(5) + 2 * self.profile.rtt;
         let per_round = calibration_pings(self.profile.rtt).div_ceil(3);
         // Three alternated rounds, and the least of their estimates: a round that another
@@ -181,17 +190,19 @@ impl Net {
         })();
         match measured {
             Ok(own) => self.own_rtt = own.min(self.profile.rtt),
-            Err(e) => {
-                let said = format!(
-                    "the delay line's own latency could not be measured ({e}): its round \
-                     trips are that much longer than the profile's"
-                );
-                self.notice = Some(match self.notice.take() {
-                    Some(n) => format!("{n}; {said}"),
-                    None => said,
-                });
-            }
+            Err(e) => self.say(format!(
+                "the delay line's own latency could not be measured ({e}): its round \
+                 trips are that much longer than the profile's"
+            )),
         }
+    }
+
+    /// Adds `said` to the notice.
+    fn say(&mut self, said: String) {
+        self.notice = Some(match self.notice.take() {
+            Some(n) => format!("{n}; {said}"),
+            None => said,
+        });
     }
 
     /// A crossing of the path without a delay line or shaper of ours: loopback, or over
