@@ -544,7 +544,7 @@ const LINE_NICE: i32 = -20;
 /// scheduler slice before it could forward it: on the 2-vCPU VM the evaluator's first
 /// base-OT points arrived 3.2-5.9 ms after it sent its own over `lan` (1 ms RTT) in four of
 /// five sessions, against 0.5-0.6 ms over loopback, and the garbler's Peer Inputs stage,
-/// which waits for the evaluator's base OTs, came in at 2-2.7x its prediction. The kernel's
+/// which waits for the evaluator's base OTs, came in at 1.35-2.7x its prediction. The kernel's
 /// own link (`netem`, in softirq context) preempts the parties the same way.
 fn run_ahead() -> bool {
     rustix::process::setpriority_process(Some(rustix::thread::gettid()), LINE_NICE).is_ok()

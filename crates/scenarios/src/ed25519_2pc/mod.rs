@@ -669,7 +669,7 @@ impl Scenario for Ed25519Pc {
         let reset = reset_peak_rss();
         // Over a link, the same signatures over loopback, alternated with them: their median
         // stages are the compute of the predictions. One loopback signature was too few: its
-        // millisecond stages (base OTs on both sides, the evaluator's start) move 2-10x from
+        // millisecond stages (base OTs on both sides, the evaluator's start) move 2-30x from
         // one session to the next, and one unlucky session moved every prediction.
         let mut base = Vec::new();
         for i in 0..plan.signatures {
