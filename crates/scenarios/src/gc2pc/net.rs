@@ -200,6 +200,11 @@ pub struct Model {
     pub profile: Profile,
     /// The queue, in seconds of the link's rate.
     pub queue: Duration,
+    /// How much transfer time the link's token bucket (`tbf`'s, or the user-space link's;
+    /// [`garble::link::Shape::burst_bytes`] deep) saves a party that waited a round trip:
+    /// the bucket refills at the link's rate while the party waits, and then lets that
+    /// many bytes through at once.
+    pub refill: Duration,
 }
 
 impl Model {
@@ -212,7 +217,18 @@ impl Model {
             .rate_bytes_per_s()
             .map_or(Duration::ZERO, |r| Duration::from_secs_f64(channel / r));
         let queue = lead.saturating_sub(profile.rtt / 2) + ahead;
-        Model { profile, queue }
+        let refill = match (profile.shape(), profile.rate_bytes_per_s()) {
+            (Some(shape), Some(rate)) => {
+                let bytes = (shape.burst_bytes() as f64).min(profile.rtt.as_secs_f64() * rate);
+                Duration::from_secs_f64(bytes / rate)
+            }
+            _ => Duration::ZERO,
+        };
+        Model {
+            profile,
+            queue,
+            refill,
+        }
     }
 
     /// Each stage's predicted time over the link (in the order of [`Stage::ALL`]), from its
@@ -231,7 +247,12 @@ impl Model {
     ///   [`garble::session::StageReport::tail_time`]): `q₁ = min(Q, s ÷ rate − cₜ)`;
     /// * a streaming stage (`n = 0`, the garbler's Garble) ends when its bytes fit in the
     ///   queue `Q`, its compute overlapping the transfer: `t = max(c, q₀ + b ÷ rate − Q)`,
-    ///   and leaves `q₀ + b ÷ rate − t` for the next stage.
+    ///   and leaves `q₀ + b ÷ rate − t` for the next stage;
+    /// * the link's token bucket refills while a party waits for an answer, up to its depth
+    ///   or what the rate refills in a round trip (`B`, [`Model::refill`]): the bytes sent
+    ///   after the answer leave at once up to `B`, first the stage's own tail (the backlog
+    ///   it leaves is `q₁ − min(B, q₁)`), then, with what is left of `B`, the next stage's
+    ///   bytes (its `b ÷ rate` is that much less).
     pub fn predict(&self, r: &SessionReport, compute: &Compute) -> [Duration; Stage::ALL.len()] {
         let mut out = [Duration::ZERO; Stage::ALL.len()];
         let Some(rate) = self.profile.rate_bytes_per_s() else {
@@ -241,10 +262,13 @@ impl Model {
             return out;
         };
         let (rtt, queue) = (self.profile.rtt.as_secs_f64(), self.queue.as_secs_f64());
-        let mut backlog = 0.0;
+        let refill = self.refill.as_secs_f64();
+        let (mut backlog, mut credit): (f64, f64) = (0.0, 0.0);
         for (o, &s) in out.iter_mut().zip(&Stage::ALL) {
             let st = r.stage(s);
             let transfer = (st.wire_sent + st.wire_received) as f64 / rate;
+            // What the bucket still holds from the last wait leaves at once.
+            let transfer = transfer - std::mem::take(&mut credit).min(transfer);
             let c = compute.stage(s).as_secs_f64();
             let t = if st.round_trips > 0 {
                 let rounds = st.round_trips as f64 * rtt;
@@ -267,7 +291,10 @@ impl Model {
                 } else {
                     c + rounds + backlog + transfer - tail
                 };
-                backlog = tail;
+                // The wait refilled the bucket: the tail leaves at once up to its depth.
+                let at_once = refill.min(tail);
+                backlog = tail - at_once;
+                credit = refill - at_once;
                 t
             } else {
                 let need = backlog + transfer;
@@ -367,6 +394,7 @@ mod tests {
         let p = Model {
             profile: wan.clone(),
             queue: Duration::ZERO,
+            refill: Duration::ZERO,
         }
         .predict(&over, &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 150.0);
@@ -381,6 +409,7 @@ mod tests {
         assert!((q - 0.04 - ahead).abs() < 1e-9, "{q}");
         let queued = Model {
             queue: Duration::from_millis(40),
+            refill: Duration::ZERO,
             ..queued
         };
         let p = queued.predict(&over, &compute);
@@ -401,6 +430,53 @@ mod tests {
         let garble = b.stages[4].predicted_ns.unwrap();
         assert!((garble - 110e6).abs() < 10.0, "{garble}");
         assert!(Compute::of(&[]).is_none());
+    }
+
+    /// The token bucket refills while a party waits for an answer: what the party sends
+    /// after the answer leaves at once, up to the bucket's depth.
+    #[test]
+    fn a_wait_refills_the_bucket_for_the_bytes_after_it() {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e3 * 1e3).round() / 1e3;
+        // `lan`: a bucket of 1 ms of bytes (125 kB), which a 1 ms round trip refills;
+        // `wan`: 64 KiB (2.62 ms at 25 MB/s), which a 20 ms round trip refills.
+        let lan = Model::new("lan".parse().unwrap(), Duration::from_millis(1));
+        assert_eq!(ms(lan.refill), 1.0);
+        let wan = Model::new("wan".parse().unwrap(), Duration::from_millis(10));
+        assert_eq!(ms(wan.refill), 2.621);
+        // Over loopback nothing computes. Over `lan` with a queue of 100 ms, Peer Inputs
+        // waits once and sends 50 kB after the answer (0.4 ms, within the bucket); Garble
+        // streams 2 MB (16 ms) into the queue, and Result waits for all of it and its
+        // answer.
+        let compute = Compute::of(&[report([0; 6], [0; 6], [0; 6])]).unwrap();
+        let mut r = report([0; 6], [0, 0, 0, 1, 0, 1], [0, 0, 0, 50_000, 2_000_000, 0]);
+        for st in &mut r.stages {
+            st.wire_received = 0;
+        }
+        r.stages[Stage::PeerInputs as usize].tail_sent = 50_000;
+        let lan = Model {
+            queue: Duration::from_millis(100),
+            ..lan
+        };
+        let p = lan.predict(&r, &compute);
+        // Peer Inputs: its round trip (its tail goes on without it).
+        assert_eq!(ms(p[Stage::PeerInputs as usize]), 1.0);
+        assert_eq!(ms(p[Stage::Garble as usize]), 0.0);
+        // Result: the round trip and Garble's 16 ms, less the 0.6 ms of them that the
+        // bucket still held after the tail had left at once.
+        assert_eq!(ms(p[Stage::Result as usize]), 1.0 + 16.0 - 0.6);
+        // Without the bucket, the tail is queued too: 1 + 0.4 + 16 ms.
+        let none = Model {
+            refill: Duration::ZERO,
+            ..lan.clone()
+        };
+        let p = none.predict(&r, &compute);
+        assert_eq!(ms(p[Stage::Result as usize]), 17.4);
+        // A tail longer than the bucket (1.6 ms): 0.6 ms of it stays queued, and Garble's
+        // bytes get nothing of the bucket.
+        r.stages[Stage::PeerInputs as usize].tail_sent = 200_000;
+        r.stages[Stage::PeerInputs as usize].wire_sent = 200_000;
+        let p = lan.predict(&r, &compute);
+        assert_eq!(ms(p[Stage::Result as usize]), 1.0 + 0.6 + 16.0);
     }
 
     /// A Garble stage with a round trip inside (a mid-circuit reveal): the tables sent after
@@ -425,6 +501,7 @@ mod tests {
         let model = |q: u64| Model {
             profile: wan.clone(),
             queue: Duration::from_millis(q),
+            refill: Duration::ZERO,
         };
         // No queue: the stage waits for all its bytes, which its 6 ms of garbling
         // overlap, and its round trip; nothing carries over.
