@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use crate::trace::{Step, StepLog};
+
 /// A channel failed.
 #[derive(Debug, Error)]
 pub enum ChannelError {
@@ -207,18 +209,31 @@ pub struct RoundTrips<'a, C: Channel + ?Sized> {
     sent_at_last: u64,
     /// The end of the last receive of the last round trip's answer.
     answered_at: Option<Instant>,
+    /// The flushes and receives, for the session's start trace.
+    log: StepLog,
+    /// The inner channel's byte counts when this one started (sent, received): the log
+    /// counts from there.
+    base: (u64, u64),
 }
 
 impl<'a, C: Channel + ?Sized> RoundTrips<'a, C> {
     /// Counts the round trips of `inner` from now.
     pub fn new(inner: &'a mut C) -> Self {
+        let base = (inner.bytes_sent(), inner.bytes_received());
         RoundTrips {
             inner,
             sent: false,
             count: 0,
             sent_at_last: 0,
             answered_at: None,
+            log: StepLog::default(),
+            base,
         }
+    }
+
+    /// The flushes and receives so far (the first [`crate::trace::MAX_STEPS`]).
+    pub(crate) fn log(&self) -> &StepLog {
+        &self.log
     }
 }
 
@@ -233,7 +248,14 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
             self.count += 1;
             self.sent_at_last = self.inner.bytes_sent();
         }
+        // The clock only while the log keeps steps: a session's tables are read in many
+        // receives after it is full.
+        let start = self.log.has_room().then(Instant::now);
         self.inner.recv(buf)?;
+        if let Some(start) = start.filter(|_| !buf.is_empty()) {
+            let upto = self.inner.bytes_received() - self.base.1;
+            self.log.push(Step::Recv { upto }, start);
+        }
         // An answer's receives: the round trip's, and those in a row after it.
         if !buf.is_empty() && self.count > 0 && !self.sent {
             self.answered_at = Some(Instant::now());
@@ -241,7 +263,13 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
         Ok(())
     }
     fn flush(&mut self) -> Result<(), ChannelError> {
-        self.inner.flush()
+        let start = self.log.has_room().then(Instant::now);
+        self.inner.flush()?;
+        if let Some(start) = start {
+            let sent = self.inner.bytes_sent() - self.base.0;
+            self.log.push(Step::Flush { sent }, start);
+        }
+        Ok(())
     }
     fn bytes_sent(&self) -> u64 {
         self.inner.bytes_sent()

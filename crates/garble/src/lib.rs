@@ -34,6 +34,7 @@ pub mod scheme;
 pub mod session;
 pub mod stream;
 pub mod threehalves;
+pub mod trace;
 
 pub use builder::{Bit, Builder};
 pub use circuit::{Circuit, CircuitError, Gate, GateKind, Party, Stats};

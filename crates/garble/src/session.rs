@@ -84,6 +84,7 @@ use crate::hash::{Backend, BackendUnavailable, Block, GcHash, Hasher, Prg, Rando
 use crate::ot::{IknpReceiver, IknpSender, OtError};
 use crate::program::Program;
 use crate::scheme::Scheme;
+use crate::trace::{StartTrace, StepLog};
 
 /// Protocol magic and version (3: the header names the garbling hash and
 /// carries MITCCRH's seed, and the Result stage has the output check; 4: the
@@ -220,6 +221,11 @@ pub struct SessionReport {
     pub wire_bytes_received: u64,
     /// Round trips of the whole session (the sum of the stages').
     pub round_trips: u64,
+    /// This party's steps from the session's start to its first Garble stage: the stages
+    /// it entered, its flushes and its receives, with their times ([`crate::trace`]); empty
+    /// when they did not fit in a trace. The replay of both parties' traces over a link
+    /// predicts the stages before garbling.
+    pub start: StartTrace,
 }
 
 impl SessionReport {
@@ -391,6 +397,10 @@ pub enum SessionError {
 pub(crate) struct Stages {
     pub(crate) acc: Vec<StageReport>,
     cur: Option<(Stage, Instant, Counters)>,
+    /// The stages' entries, for the start trace.
+    enters: StepLog,
+    /// The session's start trace ([`Stages::trace_start`]).
+    pub(crate) start: StartTrace,
 }
 
 /// A channel's four byte counters at one moment.
@@ -444,12 +454,21 @@ impl Stages {
                 })
                 .collect(),
             cur: None,
+            enters: StepLog::default(),
+            start: StartTrace::default(),
         }
     }
 
     pub(crate) fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
         self.close(ch);
+        self.enters.enter(s);
         self.cur = Some((s, Instant::now(), Counters::of(ch)));
+    }
+
+    /// Keeps the session's start trace: the stages' entries and the steps of `log` (the
+    /// session's channel), since `t0` ([`SessionReport::start`]).
+    pub(crate) fn trace_start(&mut self, log: &StepLog, t0: Instant) {
+        self.start = crate::trace::start(&self.enters, log, t0);
     }
 
     pub(crate) fn close<C: Channel>(&mut self, ch: &C) {
@@ -721,6 +740,7 @@ fn report(
         wire_bytes_sent: moved.wire_sent,
         wire_bytes_received: moved.wire_received,
         round_trips: moved.round_trips,
+        start: stages.start,
     }
 }
 
@@ -919,6 +939,7 @@ impl GarblerSession {
             .map(|k| bits_from_bytes(&out[k * out_bytes..(k + 1) * out_bytes], prog.output_bits()))
             .collect();
         st.close(ch);
+        st.trace_start(ch.log(), t0);
         let moved = Counters::of(ch).since(c0);
         Ok(SessionOutput {
             outputs,
@@ -1127,6 +1148,7 @@ impl EvaluatorSession {
         ch.send(&out_msg)?;
         ch.flush()?;
         st.close(ch);
+        st.trace_start(ch.log(), t0);
         let moved = Counters::of(ch).since(c0);
         Ok(SessionOutput {
             outputs,

@@ -793,6 +793,7 @@ fn report(
         wire_bytes_sent: moved.wire_sent,
         wire_bytes_received: moved.wire_received,
         round_trips: moved.round_trips,
+        start: st.start,
     }
 }
 
@@ -861,6 +862,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     ch.recv(&mut back)?;
     let outputs = bits_from_bytes(&back, out.len());
     st.close(ch);
+    st.trace_start(ch.log(), t0);
     let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs: vec![outputs],
@@ -958,6 +960,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     ch.send(&bytes_from_bits(&outputs))?;
     ch.flush()?;
     st.close(ch);
+    st.trace_start(ch.log(), t0);
     let moved = Counters::of(ch).since(c0);
     Ok(SessionOutput {
         outputs: vec![outputs],

@@ -273,7 +273,8 @@ fn evaluate(spec: &str) -> Result<String, String> {
     let bytes = out.output_bytes().into_iter().next().unwrap_or_default();
     let (sig, _) = split_output(&bytes)?;
     let rss = peak_rss().map_or("-".to_owned(), |b| b.to_string());
-    Ok(format!("ok {} {rss} {prepare_ns}", hex(&sig)))
+    let start = garble::trace::encode(&out.report.start);
+    Ok(format!("ok {} {rss} {prepare_ns} {start}", hex(&sig)))
 }
 
 /// The circuit variant of a name: `ed25519-sign` or `ed25519-sign-reveal`.
@@ -312,15 +313,24 @@ struct EvaluatorReport {
     rss: Option<u64>,
     /// Its preparation before it connected ([`Ed25519Sign::prepare`]).
     prepare: Duration,
+    /// Its session's start trace ([`SessionReport::start`]).
+    start: garble::trace::StartTrace,
 }
 
-/// The evaluator's report line: `ok SIGNATURE RSS PREPARE_NS`.
+/// The evaluator's report line: `ok SIGNATURE RSS PREPARE_NS START` (`-` for an unknown
+/// peak; START as `garble::trace::encode` writes it).
 fn parse_report(stdout: &str) -> Result<EvaluatorReport, String> {
     let mut words = stdout.split_whitespace();
-    let (ok, sig, rss, prep) = (words.next(), words.next(), words.next(), words.next());
+    let (ok, sig, rss, prep, start) = (
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+    );
     let bad = || {
         format!(
-            "the evaluator's report {:?} is not `ok SIGNATURE RSS PREPARE_NS`",
+            "the evaluator's report {:?} is not `ok SIGNATURE RSS PREPARE_NS START`",
             stdout.trim()
         )
     };
@@ -333,10 +343,13 @@ fn parse_report(stdout: &str) -> Result<EvaluatorReport, String> {
         r => Some(r.parse().map_err(|_| bad())?),
     };
     let prepare = Duration::from_nanos(prep.ok_or_else(bad)?.parse().map_err(|_| bad())?);
+    let start = garble::trace::decode(start.ok_or_else(bad)?)
+        .map_err(|e| format!("the evaluator's report: {e}"))?;
     Ok(EvaluatorReport {
         signature,
         rss,
         prepare,
+        start,
     })
 }
 
@@ -370,6 +383,8 @@ pub struct Signed {
     pub evaluator_rss: Option<u64>,
     /// The evaluator process's preparation before the session ([`Ed25519Sign::prepare`]).
     pub evaluator_prepare: Duration,
+    /// The evaluator's session start trace ([`SessionReport::start`]).
+    pub evaluator_start: garble::trace::StartTrace,
 }
 
 /// One two-party signature over loopback TCP: this process garbles, a child process (this
@@ -441,6 +456,7 @@ pub fn two_party_over(
         },
         evaluator_rss: er.rss,
         evaluator_prepare: er.prepare,
+        evaluator_start: er.start,
     })
 }
 
@@ -671,12 +687,14 @@ impl Scenario for Ed25519Pc {
         // stages are the compute of the predictions. One loopback signature was too few: its
         // millisecond stages (base OTs on both sides, the evaluator's start) move 2-30x from
         // one session to the next, and one unlucky session moved every prediction.
-        let mut base = Vec::new();
+        let (mut base, mut base_e) = (Vec::new(), Vec::new());
         for i in 0..plan.signatures {
             ctx.check_cancel()?;
             let inputs = SignInputs::new(i);
             if !net.is_loopback() {
-                base.push(two_party(&c, &inputs, (hash, scheme))?.report);
+                let twin = two_party(&c, &inputs, (hash, scheme))?;
+                base.push(twin.report);
+                base_e.push(twin.evaluator_start);
                 ctx.progress().advance(1);
                 ctx.check_cancel()?;
             }
@@ -736,7 +754,8 @@ impl Scenario for Ed25519Pc {
                 Body::Stages(bst.finish(&what, Some(base.iter().map(|b| b.total).sum()), None)),
             )?;
             let compute = crate::gc2pc::net::Compute::of(&base)
-                .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
+                .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?
+                .with_starts(&base, &base_e);
             for r in &over {
                 let total = crate::gc2pc::net::add_predictions(
                     &mut stages,
@@ -920,22 +939,26 @@ mod tests {
     fn evaluator_report_parses_and_an_unknown_peak_stays_unknown() {
         let sig = hex(&[9u8; 64]);
         assert_eq!(
-            parse_report(&format!("ok {sig} 4096 1500\n")).unwrap(),
+            parse_report(&format!("ok {sig} 4096 1500 77;E:0:0:0;F:80:5:9\n")).unwrap(),
             EvaluatorReport {
                 signature: [9u8; 64],
                 rss: Some(4096),
                 prepare: Duration::from_nanos(1500),
+                start: garble::trace::decode("77;E:0:0:0;F:80:5:9").unwrap(),
             }
         );
-        assert_eq!(parse_report(&format!("ok {sig} - 7")).unwrap().rss, None);
+        let r = parse_report(&format!("ok {sig} - 7 8")).unwrap();
+        assert_eq!((r.rss, r.start.steps.len()), (None, 0));
         for bad in [
-            format!("err {sig} 1 1"),
+            format!("err {sig} 1 1 -"),
             format!("ok {sig}"),
             format!("ok {sig} 1"),
-            format!("ok {sig} x 1"),
-            format!("ok {sig} 1 x"),
-            format!("ok {sig} 1 -"),
-            format!("ok {sig} 1 2 3"),
+            format!("ok {sig} 1 1"),
+            format!("ok {sig} x 1 -"),
+            format!("ok {sig} 1 x -"),
+            format!("ok {sig} 1 - -"),
+            format!("ok {sig} 1 2 E:0:0"),
+            format!("ok {sig} 1 2 - 3"),
             "ok 0011 1".to_owned(),
             String::new(),
         ] {

@@ -37,6 +37,7 @@
 mod analysis;
 pub mod net;
 mod peer;
+pub mod replay;
 
 use std::time::Duration;
 
@@ -565,8 +566,14 @@ impl Gc2pc {
             ctx.check_cancel()?;
             let both = two_party_over(name, c, inputs, 1, (hash, scheme), net)?;
             if !net.is_loopback() {
-                let lb = two_party_over(name, c, inputs, 1, (hash, scheme), &Net::loopback())?;
-                base.push(lb.garbler);
+                base.push(two_party_over(
+                    name,
+                    c,
+                    inputs,
+                    1,
+                    (hash, scheme),
+                    &Net::loopback(),
+                )?);
             }
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
@@ -641,8 +648,14 @@ impl Gc2pc {
                 let inputs = (gi.as_slice(), ei.as_slice());
                 let both = two_party_over(name, c, inputs, evals, (h, sc), net)?;
                 if predicted {
-                    let lb = two_party_over(name, c, inputs, evals, (h, sc), &Net::loopback())?;
-                    base.push(lb.garbler);
+                    base.push(two_party_over(
+                        name,
+                        c,
+                        inputs,
+                        evals,
+                        (h, sc),
+                        &Net::loopback(),
+                    )?);
                 }
                 busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
                 busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
@@ -730,19 +743,22 @@ impl Gc2pc {
     }
 }
 
-/// The sessions of `evaluations` evaluations of circuit `name` over loopback (`reports`,
+/// The sessions of `evaluations` evaluations of circuit `name` over loopback (`sessions`,
 /// run alternated with the ones over the link), the compute of the predictions: their
 /// stage breakdown is emitted (params `p` and the loopback profile's), and each stage's
-/// median time returned ([`Compute::of`]).
+/// median time returned ([`Compute::of`]) with both parties' start traces
+/// ([`Compute::with_starts`]).
 fn loopback_baseline(
     ctx: &Context<'_>,
     name: &str,
     evaluations: u64,
-    reports: &[garble::session::SessionReport],
+    sessions: &[peer::TwoParty],
     mut p: measure::record::Params,
 ) -> Result<Compute, ScenarioError> {
+    let reports: Vec<_> = sessions.iter().map(|s| s.garbler.clone()).collect();
+    let starts: Vec<_> = sessions.iter().map(|s| s.evaluator_start.clone()).collect();
     let mut stages = Stages::new();
-    for r in reports {
+    for r in &reports {
         add_stages(&mut stages, r);
     }
     let total: Duration = reports.iter().map(|r| r.total).sum();
@@ -761,7 +777,9 @@ fn loopback_baseline(
         p,
         Body::Stages(stages.finish(&what, Some(total), None)),
     )?;
-    Compute::of(reports).ok_or_else(|| ScenarioError::step("loopback baseline", "no sessions"))
+    Compute::of(&reports)
+        .map(|c| c.with_starts(&reports, &starts))
+        .ok_or_else(|| ScenarioError::step("loopback baseline", "no sessions"))
 }
 
 /// The parties' CPU time (`busy`) of the sessions just measured as `{name}-garbler-busy` and

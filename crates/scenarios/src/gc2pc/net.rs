@@ -15,6 +15,7 @@ use std::time::Duration;
 use garble::channel::{TCP_BUFFER, WRITER_DEPTH};
 use garble::link::{Choice, Net, ParamValue, Profile};
 use garble::session::{SessionReport, Stage};
+use garble::trace::StartTrace;
 use measure::record::{Params, Table, Value};
 use measure::stages::Stages;
 
@@ -150,12 +151,15 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
 }
 
 /// The typical time of each stage in sessions over loopback: the compute of the prediction.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Compute {
     per_stage: [Duration; Stage::ALL.len()],
     /// Each stage's time after its last round trip's answer
     /// ([`garble::session::StageReport::tail_time`]).
     tail: [Duration; Stage::ALL.len()],
+    /// Both parties' start traces of the same sessions (garbler's, evaluator's), for the
+    /// replay of the stages before garbling ([`super::replay`]).
+    starts: Vec<(StartTrace, StartTrace)>,
 }
 
 impl Compute {
@@ -176,7 +180,24 @@ impl Compute {
             per_stage[i] = median(&|r| r.stage(s).time)?;
             tail[i] = median(&|r| r.stage(s).tail_time)?;
         }
-        Some(Compute { per_stage, tail })
+        Some(Compute {
+            per_stage,
+            tail,
+            starts: Vec::new(),
+        })
+    }
+
+    /// With the evaluator's start traces `evaluator` of the same sessions, in order: the
+    /// stages before garbling are then predicted by replaying both parties' traces over the
+    /// link ([`Model::predict`]). Sessions without both traces are left out.
+    pub fn with_starts(mut self, reports: &[SessionReport], evaluator: &[StartTrace]) -> Self {
+        self.starts = reports
+            .iter()
+            .zip(evaluator)
+            .filter(|(r, e)| !r.start.is_empty() && !e.is_empty())
+            .map(|(r, e)| (r.start.clone(), e.clone()))
+            .collect();
+        self
     }
 
     /// A stage's typical (median) time.
@@ -252,7 +273,13 @@ impl Model {
     ///   or what the rate refills in a round trip (`B`, [`Model::refill`]): the bytes sent
     ///   after the answer leave at once up to `B`, first the stage's own tail (the backlog
     ///   it leaves is `q₁ − min(B, q₁)`), then, with what is left of `B`, the next stage's
-    ///   bytes (its `b ÷ rate` is that much less).
+    ///   bytes (its `b ÷ rate` is that much less);
+    /// * with both parties' start traces ([`Compute::with_starts`]), each stage before
+    ///   garbling is instead `c` plus what the link adds to it in a replay of the traces
+    ///   ([`super::replay::added_by`], the median over the sessions): these stages wait for
+    ///   what the peer computed meanwhile (its compile, its base OTs), which the formulas
+    ///   above count as a round trip after the stage's own compute whichever party was
+    ///   first.
     pub fn predict(&self, r: &SessionReport, compute: &Compute) -> [Duration; Stage::ALL.len()] {
         let mut out = [Duration::ZERO; Stage::ALL.len()];
         let Some(rate) = self.profile.rate_bytes_per_s() else {
@@ -264,6 +291,11 @@ impl Model {
         let (rtt, queue) = (self.profile.rtt.as_secs_f64(), self.queue.as_secs_f64());
         let refill = self.refill.as_secs_f64();
         let (mut backlog, mut credit): (f64, f64) = (0.0, 0.0);
+        let wire = super::replay::Wire {
+            one_way: self.profile.rtt / 2,
+            rate: Some(rate),
+        };
+        let added = super::replay::added_by(&compute.starts, wire);
         for (o, &s) in out.iter_mut().zip(&Stage::ALL) {
             let st = r.stage(s);
             let transfer = (st.wire_sent + st.wire_received) as f64 / rate;
@@ -301,6 +333,11 @@ impl Model {
                 let t = c.max(need - queue);
                 backlog = (need - t).max(0.0);
                 t
+            };
+            let replayed = super::replay::STAGES.iter().position(|&x| x == s);
+            let t = match (added, replayed) {
+                (Some(a), Some(k)) => (c + a[k]).max(0.0),
+                _ => t,
             };
             *o = Duration::from_secs_f64(t);
         }
@@ -365,6 +402,7 @@ mod tests {
             wire_bytes_sent: bytes.iter().sum(),
             wire_bytes_received: 0,
             round_trips: rounds.iter().sum(),
+            start: StartTrace::default(),
         }
     }
 

@@ -20,6 +20,7 @@ use garble::hash::GcHash;
 use garble::link::Net;
 use garble::scheme::Scheme;
 use garble::session::{self, SessionOptions, SessionReport};
+use garble::trace::StartTrace;
 use garble::{Circuit, Party};
 
 use harness::hex::{hex, unhex};
@@ -205,20 +206,23 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
         return Err("evaluations of the same inputs gave different outputs".into());
     }
-    // The outputs, then this party's CPU time (`busy`), for the garbler's records.
+    // The outputs, then this party's CPU time (`busy`) and its start trace, for the
+    // garbler's records and predictions.
     Ok(format!(
-        "ok {} busy_ns={}",
+        "ok {} busy_ns={} start={}",
         hex(&first),
-        out.report.busy.as_nanos()
+        out.report.busy.as_nanos(),
+        garble::trace::encode(&out.report.start)
     ))
 }
 
-/// What the evaluator process printed: its output and its CPU time.
-fn parse_evaluator_line(line: &str) -> Option<(&str, Duration)> {
+/// What the evaluator process printed: its output, its CPU time and its start trace.
+fn parse_evaluator_line(line: &str) -> Option<(&str, Duration, StartTrace)> {
     let mut it = line.split_whitespace();
-    let (ok, out, busy) = (it.next()?, it.next()?, it.next()?);
+    let (ok, out, busy, start) = (it.next()?, it.next()?, it.next()?, it.next()?);
     let ns: u64 = busy.strip_prefix("busy_ns=")?.parse().ok()?;
-    (ok == "ok" && it.next().is_none()).then_some((out, Duration::from_nanos(ns)))
+    let start = garble::trace::decode(start.strip_prefix("start=")?).ok()?;
+    (ok == "ok" && it.next().is_none()).then_some((out, Duration::from_nanos(ns), start))
 }
 
 /// A session's reports: the garbler's, and the evaluator's CPU time.
@@ -228,6 +232,8 @@ pub struct TwoParty {
     pub garbler: SessionReport,
     /// The evaluator process's CPU time in the session (thread and writer).
     pub evaluator_busy: Duration,
+    /// The evaluator's start trace ([`SessionReport::start`]).
+    pub evaluator_start: StartTrace,
 }
 
 /// Becomes the evaluator of one session and exits when this process was started as one;
@@ -361,9 +367,9 @@ pub fn two_party_over(
         session::run_garbler(ch, c, &vec![bits; n], &opts).map_err(|e| e.to_string())
     })?;
     let want = hex(&expected);
-    let Some((got, evaluator_busy)) = parse_evaluator_line(stdout.trim()) else {
+    let Some((got, evaluator_busy, evaluator_start)) = parse_evaluator_line(stdout.trim()) else {
         return Err(fail(format!(
-            "the evaluator printed {:?}, not \"ok <output> busy_ns=<n>\"",
+            "the evaluator printed {:?}, not \"ok <output> busy_ns=<n> start=<trace>\"",
             stdout.trim()
         )));
     };
@@ -380,6 +386,7 @@ pub fn two_party_over(
     Ok(TwoParty {
         garbler: out.report,
         evaluator_busy,
+        evaluator_start,
     })
 }
 
@@ -717,12 +724,22 @@ mod tests {
     #[test]
     fn evaluator_line_parses_and_rejects_garbage() {
         assert_eq!(
-            parse_evaluator_line("ok 00ff busy_ns=1500"),
-            Some(("00ff", Duration::from_nanos(1500)))
+            parse_evaluator_line("ok 00ff busy_ns=1500 start=9;E:0:0:0"),
+            Some((
+                "00ff",
+                Duration::from_nanos(1500),
+                garble::trace::decode("9;E:0:0:0").unwrap()
+            ))
         );
         assert_eq!(parse_evaluator_line("ok 00ff"), None);
-        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=x"), None);
-        assert_eq!(parse_evaluator_line("no 00ff busy_ns=1"), None);
-        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1 extra"), None);
+        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1500"), None);
+        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=x start=9"), None);
+        assert_eq!(parse_evaluator_line("no 00ff busy_ns=1 start=9"), None);
+        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1 start=x"), None);
+        assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1 9"), None);
+        assert_eq!(
+            parse_evaluator_line("ok 00ff busy_ns=1 start=9 extra"),
+            None
+        );
     }
 }
