@@ -308,6 +308,40 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any trace `encode` writes reads back as itself, and no text makes `decode`
+        /// panic.
+        #[test]
+        fn encoded_traces_read_back_and_any_text_is_safe(
+            origin in proptest::prelude::any::<u64>(),
+            raw in proptest::collection::vec((0u8..3, 0u64..1 << 40, 0u64..1 << 20, 0u64..1 << 20), 0..40),
+            junk in ".{0,80}",
+        ) {
+            // Steps in order: times and byte counts only grow.
+            let (mut t, mut sent, mut got) = (0u64, 0u64, 0u64);
+            let steps: Vec<TraceStep> = raw
+                .iter()
+                .map(|&(kind, value, gap, took)| {
+                    t += gap;
+                    let step = match kind {
+                        0 => Step::Enter(Stage::ALL[(value % 6) as usize]),
+                        1 => { sent += value; Step::Flush { sent } }
+                        _ => { got += value; Step::Recv { upto: got } }
+                    };
+                    TraceStep {
+                        step,
+                        start: Duration::from_nanos(t),
+                        end: Duration::from_nanos(t + took),
+                    }
+                })
+                .collect();
+            let trace = StartTrace { origin: Duration::from_nanos(origin), steps };
+            proptest::prop_assert_eq!(decode(&encode(&trace)), Ok(trace));
+            let _ = decode(&junk);
+            let _ = decode(&format!("1;{junk}"));
+        }
+    }
+
     #[test]
     fn the_start_is_the_steps_up_to_garbling_in_order_and_nothing_with_a_hole() {
         let t0 = Instant::now();
