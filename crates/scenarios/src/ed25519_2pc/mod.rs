@@ -753,9 +753,8 @@ impl Scenario for Ed25519Pc {
                 lp,
                 Body::Stages(bst.finish(&what, Some(base.iter().map(|b| b.total).sum()), None)),
             )?;
-            let compute = crate::gc2pc::net::Compute::of(&base)
-                .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?
-                .with_starts(&base, &base_e);
+            let compute = crate::gc2pc::net::Compute::with_evaluator(&base, &base_e)
+                .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
             for r in &over {
                 let total = crate::gc2pc::net::add_predictions(
                     &mut stages,

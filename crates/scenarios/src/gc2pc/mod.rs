@@ -747,7 +747,7 @@ impl Gc2pc {
 /// run alternated with the ones over the link), the compute of the predictions: their
 /// stage breakdown is emitted (params `p` and the loopback profile's), and each stage's
 /// median time returned ([`Compute::of`]) with both parties' start traces
-/// ([`Compute::with_starts`]).
+/// ([`Compute::with_evaluator`]).
 fn loopback_baseline(
     ctx: &Context<'_>,
     name: &str,
@@ -777,8 +777,7 @@ fn loopback_baseline(
         p,
         Body::Stages(stages.finish(&what, Some(total), None)),
     )?;
-    Compute::of(&reports)
-        .map(|c| c.with_starts(&reports, &starts))
+    Compute::with_evaluator(&reports, &starts)
         .ok_or_else(|| ScenarioError::step("loopback baseline", "no sessions"))
 }
 

@@ -187,17 +187,19 @@ impl Compute {
         })
     }
 
-    /// With the evaluator's start traces `evaluator` of the same sessions, in order: the
-    /// stages before garbling are then predicted by replaying both parties' traces over the
-    /// link ([`Model::predict`]). Sessions without both traces are left out.
-    pub fn with_starts(mut self, reports: &[SessionReport], evaluator: &[StartTrace]) -> Self {
-        self.starts = reports
+    /// [`Compute::of`] the garbler's `reports`, with the evaluator's start traces
+    /// `evaluator` of the same sessions, in order: the stages before garbling are then
+    /// predicted by replaying both parties' traces over the link ([`Model::predict`]).
+    /// Sessions without both traces are left out of the replay.
+    pub fn with_evaluator(reports: &[SessionReport], evaluator: &[StartTrace]) -> Option<Compute> {
+        let mut c = Compute::of(reports)?;
+        c.starts = reports
             .iter()
             .zip(evaluator)
             .filter(|(r, e)| !r.start.is_empty() && !e.is_empty())
             .map(|(r, e)| (r.start.clone(), e.clone()))
             .collect();
-        self
+        Some(c)
     }
 
     /// A stage's typical (median) time.
@@ -274,7 +276,7 @@ impl Model {
     ///   after the answer leave at once up to `B`, first the stage's own tail (the backlog
     ///   it leaves is `q₁ − min(B, q₁)`), then, with what is left of `B`, the next stage's
     ///   bytes (its `b ÷ rate` is that much less);
-    /// * with both parties' start traces ([`Compute::with_starts`]), each stage before
+    /// * with both parties' start traces ([`Compute::with_evaluator`]), each stage before
     ///   garbling is instead `c` plus what the link adds to it in a replay of the traces
     ///   ([`super::replay::added_by`], the median over the sessions): these stages wait for
     ///   what the peer computed meanwhile (its compile, its base OTs), which the formulas
