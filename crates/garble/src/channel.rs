@@ -330,7 +330,12 @@ const CHUNK_ROOM: usize = 1 << 16;
 
 /// CPU time of the calling thread so far.
 pub fn thread_cpu() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    clock(rustix::time::ClockId::ThreadCPUTime)
+}
+
+/// The clock `id` now.
+pub(crate) fn clock(id: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(id);
     Duration::new(
         u64::try_from(t.tv_sec).unwrap_or(0),
         u32::try_from(t.tv_nsec).unwrap_or(0),

@@ -75,11 +75,7 @@ impl StartTrace {
 
 /// The machine's monotonic clock now.
 fn monotonic() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    Duration::new(
-        u64::try_from(t.tv_sec).unwrap_or(0),
-        u32::try_from(t.tv_nsec).unwrap_or(0),
-    )
+    crate::channel::clock(rustix::time::ClockId::Monotonic)
 }
 
 /// A trace that is not one.
