@@ -1,60 +1,69 @@
-//! Batching records across flows: the `batched` configuration's one crossing for many
-//! records.
+//! Batching records across flows, off the forwarding path: the `batched` configuration's
+//! one crossing for many records.
 //!
-//! Each relay thread collects the encrypted records of one read and submits them; records
-//! that threads of other flows submit meanwhile ride in the same ecall
-//! (`reproduce_ssl_context_batch`). The scheme is flat combining: a thread that finds fewer
-//! than `max_in_flight` batches in flight becomes a *leader*; it takes every waiting
-//! submission up to the bounds ([`BatchLimits`]: records and bytes), makes one ecall, and
-//! hands each submitter its verdicts. When its own are done it passes the lead to the oldest
-//! waiting submission (if any) and returns, so no flow is held up serving the others for
-//! longer than one batch. More than one batch in flight (four by default) keeps the
-//! enclave's threads decrypting in parallel, as one ecall per record does: with a single
-//! leader, large records would be decrypted one after the other on one core.
-//! A thread submits one direction of one flow, and waits for its verdicts before it
-//! forwards those bytes and reads more, so records of one direction stay in order.
+//! A relay thread hands the encrypted records of one read to the [`Batcher`] and goes on
+//! forwarding: it does not wait for their verdicts, which are counted into the direction's
+//! [`Tally`] when they come. This is the shape of LightBox's etap (CCS 2019): the host's
+//! I/O threads fill a queue that the enclave drains, so a record costs no crossing and no
+//! wake-up of its own. The queue is drained by flat combining: a submitter that finds
+//! nobody draining becomes the drainer and carries the oldest records, up to the bounds
+//! ([`BatchLimits`]: records and bytes), in one `reproduce_ssl_context_batch` ecall, then
+//! the next, until the queue is empty, or until it has run [`DRAIN_TURN`] batches and
+//! another submitter waits to take over. One drainer per shard at a time, and a flow's
+//! records always in the same shard, keep each direction's records in order (the
+//! enclave's TLS sequence numbers require it).
 //!
-//! No thread is added and nothing spins: a waiting thread sleeps on a condition variable.
-//! On a machine without a spare core this is the alternative to switchless workers (which
-//! each take a core of their own): it removes crossings instead of moving them.
+//! The queue is bounded ([`BatchLimits::max_queued_bytes`]): a submitter that finds it full
+//! waits for room, so a slow enclave slows the relay down (back-pressure) instead of
+//! letting records pile up or go uninspected. A direction that ends waits until its own
+//! records have their verdicts ([`Batcher::finish`]) before the flow closes in the enclave,
+//! and [`Batcher::settle`] says when everything submitted so far was inspected, so that a
+//! measured round ends when its last record was inspected, not only when it was forwarded.
+//!
+//! Measured against the synchronous shape it replaced (each submitter waited on a condition
+//! variable for its verdicts before forwarding, up to four batches in flight): see
+//! `docs/scenario-tls-middlebox.md`. No thread is added and nothing spins.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
+use super::records::ContentType;
 use super::service::{
-    BatchVerdicts, Client, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, RecordBatch, RecordIn,
+    BatchVerdicts, Client, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, MiddleboxError, RecordBatch,
+    RecordIn, Verdict,
 };
 
-/// How large one batch may grow.
+/// Batches a drainer runs before it hands the queue to a submitter that waits for room: no
+/// flow's own forwarding is held up for long serving the others.
+pub const DRAIN_TURN: usize = 4;
+
+/// How large one batch may grow, and how much may wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchLimits {
     /// Records in one ecall (1 ..= [`MAX_BATCH_RECORDS`]).
     pub max_records: usize,
     /// Record bytes in one ecall (at least one maximal record, at most [`MAX_BATCH_BYTES`]).
     pub max_bytes: usize,
-    /// Batches in the enclave at once (at least 1).
-    pub max_in_flight: usize,
-    /// Records larger than this (header and fragment) are not batched: each keeps an
-    /// ecall of its own. A large record's crossing is a small part of its cost, and
-    /// batching them serialises their decryption (measured: 16 KiB records batched kept
-    /// 78-79% of the native middlebox's records/s, one ecall each 92-112%).
-    pub max_record_bytes: usize,
+    /// Record bytes queued for inspection per shard before submitters wait (at least one
+    /// batch).
+    pub max_queued_bytes: usize,
+    /// Queues, each with its own drainer; a flow's records always go to the same one. More
+    /// than one lets several cores decrypt at once.
+    pub shards: usize,
 }
 
 impl Default for BatchLimits {
-    /// 64 records or 256 KiB, whichever comes first (64 one-KiB records, or 16 maximal
-    /// ones), four batches in flight, records up to 8 KiB batched. Four in flight, not one
-    /// per core: a batch's handoffs (submitters to leader, leader to enclave and back) wait
-    /// for wake-ups, and more batches in flight cover those waits (measured on 2 vCPUs,
-    /// 1 KiB records, rounds of 8 MiB: 53-75% of the native middlebox's records/s with two
-    /// in flight, 74-87% with four).
+    /// 64 records or 256 KiB a batch, whichever comes first (64 one-KiB records, or 16
+    /// maximal ones), 4 MiB queued, one shard: on 2 vCPUs one thread carrying batches in
+    /// keeps up (see `docs/scenario-tls-middlebox.md` for what was measured).
     fn default() -> Self {
         BatchLimits {
             max_records: 64,
             max_bytes: 256 << 10,
-            max_in_flight: 4,
-            max_record_bytes: 8 << 10,
+            max_queued_bytes: 4 << 20,
+            shards: 1,
         }
     }
 }
@@ -64,53 +73,179 @@ const LARGEST_RECORD: usize = super::records::HEADER_LEN + (1 << 14) + 2048;
 
 impl BatchLimits {
     /// The limits clamped to what the enclave accepts and to at least one record of any
-    /// size, so that every record fits in some batch.
+    /// size, so that every record fits in some batch and in the queue.
     pub fn clamped(self) -> Self {
+        let max_bytes = self.max_bytes.clamp(LARGEST_RECORD, MAX_BATCH_BYTES);
         BatchLimits {
             max_records: self.max_records.clamp(1, MAX_BATCH_RECORDS),
-            max_bytes: self.max_bytes.clamp(LARGEST_RECORD, MAX_BATCH_BYTES),
-            max_in_flight: self.max_in_flight.max(1),
-            max_record_bytes: self.max_record_bytes,
+            max_bytes,
+            max_queued_bytes: self.max_queued_bytes.max(max_bytes),
+            shards: self.shards.clamp(1, 64),
         }
     }
 }
 
-/// What a submitter waits for: its verdicts, or the lead.
-#[derive(Default)]
-struct SlotState {
-    /// Its verdicts (or why the whole batch failed), once a leader ran its batch.
-    result: Option<Result<BatchVerdicts, String>>,
-    /// A leader passed the lead to this submission: it holds a leader's place now.
-    promoted: bool,
+/// What the enclave said of one direction's records, counted as their verdicts come.
+#[derive(Debug, Default)]
+pub struct Tally {
+    app_records: AtomicU64,
+    app_bytes: AtomicU64,
+    matches: AtomicU64,
+    auth_failures: AtomicU64,
+    /// Records submitted whose verdicts have not been counted yet.
+    pending: AtomicU64,
+    /// Other refusals (at most [`MAX_ERRORS`] kept).
+    errors: Mutex<Vec<String>>,
 }
 
-#[derive(Default)]
-struct Slot {
-    state: Mutex<SlotState>,
-    cv: Condvar,
+/// Refusals a tally keeps the text of.
+const MAX_ERRORS: usize = 8;
+
+/// Counts taken from a [`Tally`] since the last [`Tally::take`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TallyCounts {
+    /// Application-data records decrypted.
+    pub app_records: u64,
+    /// Their plaintext bytes.
+    pub app_bytes: u64,
+    /// Pattern matches in them.
+    pub matches: u64,
+    /// Records that failed authentication.
+    pub auth_failures: u64,
+    /// Other refusals, or why a whole batch failed.
+    pub errors: Vec<String>,
 }
 
-struct Submission {
-    records: Vec<RecordIn>,
-    bytes: usize,
-    slot: Arc<Slot>,
+impl Tally {
+    /// The counts since the last call, reset to zero.
+    pub fn take(&self) -> TallyCounts {
+        TallyCounts {
+            app_records: self.app_records.swap(0, Ordering::AcqRel),
+            app_bytes: self.app_bytes.swap(0, Ordering::AcqRel),
+            matches: self.matches.swap(0, Ordering::AcqRel),
+            auth_failures: self.auth_failures.swap(0, Ordering::AcqRel),
+            errors: std::mem::take(&mut *lock(&self.errors)),
+        }
+    }
+
+    /// Records submitted and not yet inspected.
+    pub fn pending(&self) -> u64 {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    fn error(&self, e: String) {
+        let mut errors = lock(&self.errors);
+        if errors.len() < MAX_ERRORS {
+            errors.push(e);
+        }
+    }
+
+    /// Counts one record's outcome.
+    fn count(&self, verdict: Result<Verdict, MiddleboxError>) {
+        match verdict {
+            Ok(v) => {
+                if v.content_type == ContentType::ApplicationData.byte() {
+                    self.app_records.fetch_add(1, Ordering::Relaxed);
+                    self.app_bytes
+                        .fetch_add(u64::from(v.plaintext_len), Ordering::Relaxed);
+                    self.matches
+                        .fetch_add(u64::from(v.matches), Ordering::Relaxed);
+                }
+            }
+            Err(MiddleboxError::Open {
+                error: super::keys::OpenError::Authentication,
+                ..
+            }) => {
+                self.auth_failures.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.error(e.to_string()),
+        }
+    }
+}
+
+struct Item {
+    tally: Arc<Tally>,
+    record: RecordIn,
 }
 
 #[derive(Default)]
 struct Queue {
-    waiting: VecDeque<Submission>,
-    /// Leaders' places taken (at most `max_in_flight`): leaders at work, and submissions
-    /// promoted to lead that have not woken yet.
-    leaders: usize,
+    items: VecDeque<Item>,
+    bytes: usize,
+    /// A thread holds the drainer's role.
+    draining: bool,
+    /// Submitters waiting for room.
+    room_waiters: usize,
+    /// Threads waiting for verdicts ([`Batcher::finish`], [`Batcher::settle`]).
+    done_waiters: usize,
+    /// A thread serves this shard ([`Batcher::serve`]): submitters leave the draining to
+    /// it.
+    served: bool,
+    /// The serving thread sleeps until a batch is full or [`COALESCE`] has passed.
+    server_sleeps: bool,
+    /// When the last batch's verdicts were counted.
+    last_delivery: Option<Instant>,
 }
+
+#[derive(Default)]
+struct Shard {
+    queue: Mutex<Queue>,
+    /// Room in the queue, or the drainer's role given back: one waiting submitter at a time
+    /// (each wakes the next while room is left), not a herd.
+    room: Condvar,
+    /// Verdicts counted, or the drainer's role given back.
+    done: Condvar,
+    /// Work for the serving thread: a full batch queued.
+    work: Condvar,
+}
+
+impl Shard {
+    fn wait_room<'a>(&self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        q.room_waiters += 1;
+        let mut q = self.room.wait(q).unwrap_or_else(PoisonError::into_inner);
+        q.room_waiters -= 1;
+        q
+    }
+
+    fn wait_done<'a>(&self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        q.done_waiters += 1;
+        let mut q = self.done.wait(q).unwrap_or_else(PoisonError::into_inner);
+        q.done_waiters -= 1;
+        q
+    }
+
+    /// Wakes a submitter waiting for room, if any.
+    fn wake_room(&self, q: &Queue) {
+        if q.room_waiters > 0 {
+            self.room.notify_one();
+        }
+    }
+
+    /// Wakes everyone waiting for verdicts.
+    fn wake_done(&self, q: &Queue) {
+        if q.done_waiters > 0 {
+            self.done.notify_all();
+        }
+    }
+}
+
+/// How long a serving thread lets records gather before it carries fewer than a full batch:
+/// one wake-up per batch under load, and a record inspected within about this long of its
+/// arrival when traffic is light.
+pub const COALESCE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// The batcher shared by all relay threads of one middlebox.
 pub struct Batcher {
     limits: BatchLimits,
-    queue: Mutex<Queue>,
+    shards: Vec<Shard>,
     batches: AtomicU64,
     records: AtomicU64,
+    /// 0: nobody served; 1: served at the default priority; 2: at [`SERVE_NICE`].
+    priority: AtomicU8,
 }
+
+/// The nice value of a serving thread: the highest priority of the normal scheduler.
+pub const SERVE_NICE: i32 = -20;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section below leaves the state whole before it can panic.
@@ -120,11 +255,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Batcher {
     /// A batcher within `limits` (clamped, [`BatchLimits::clamped`]).
     pub fn new(limits: BatchLimits) -> Self {
+        let limits = limits.clamped();
         Batcher {
-            limits: limits.clamped(),
-            queue: Mutex::default(),
+            limits,
+            shards: (0..limits.shards).map(|_| Shard::default()).collect(),
             batches: AtomicU64::new(0),
             records: AtomicU64::new(0),
+            priority: AtomicU8::new(0),
         }
     }
 
@@ -141,143 +278,220 @@ impl Batcher {
         )
     }
 
-    /// Decrypts and inspects `records` in the enclave, batched with whatever other flows
-    /// submit meanwhile; returns one outcome per record, in order, or why their batch failed
-    /// as a whole. Records beyond the limits go in several batches, in order.
-    pub fn submit(
-        &self,
-        client: Client<'_>,
-        records: Vec<RecordIn>,
-    ) -> Result<BatchVerdicts, String> {
-        let mut out = Vec::with_capacity(records.len());
-        let mut chunk = Vec::new();
-        let mut bytes = 0;
-        for r in records {
-            if !chunk.is_empty()
-                && (chunk.len() == self.limits.max_records
-                    || bytes + r.record.len() > self.limits.max_bytes)
-            {
-                out.extend(self.submit_one(client, std::mem::take(&mut chunk), bytes)?);
-                bytes = 0;
-            }
-            bytes += r.record.len();
-            chunk.push(r);
-        }
-        if !chunk.is_empty() {
-            out.extend(self.submit_one(client, chunk, bytes)?);
-        }
-        Ok(out)
+    fn shard(&self, flow: u64) -> &Shard {
+        &self.shards[(flow % self.shards.len() as u64) as usize]
     }
 
-    /// One submission within the limits.
-    fn submit_one(
-        &self,
-        client: Client<'_>,
-        records: Vec<RecordIn>,
-        bytes: usize,
-    ) -> Result<BatchVerdicts, String> {
-        let slot = Arc::new(Slot::default());
-        {
-            let mut q = lock(&self.queue);
-            q.waiting.push_back(Submission {
-                records,
-                bytes,
-                slot: slot.clone(),
+    /// Queues `records` (of one flow) for inspection, their outcomes to be counted into
+    /// `tally`; returns once they are queued, which is at once unless the queue is full or
+    /// nobody else is draining it (then this thread drains some batches first).
+    pub fn submit(&self, client: Client<'_>, tally: &Arc<Tally>, records: Vec<RecordIn>) {
+        let Some(first) = records.first() else {
+            return;
+        };
+        let shard = self.shard(first.flow);
+        tally
+            .pending
+            .fetch_add(records.len() as u64, Ordering::AcqRel);
+        let mut q = lock(&shard.queue);
+        for record in records {
+            let len = record.record.len();
+            loop {
+                if q.items.is_empty() || q.bytes + len <= self.limits.max_queued_bytes {
+                    break;
+                }
+                if q.served && q.server_sleeps {
+                    q.server_sleeps = false;
+                    shard.work.notify_one();
+                }
+                q = if q.draining || q.served {
+                    shard.wait_room(q)
+                } else {
+                    self.drain(client, shard, q, Some(DRAIN_TURN))
+                };
+            }
+            q.bytes += len;
+            q.items.push_back(Item {
+                tally: tally.clone(),
+                record,
             });
-            if q.leaders < self.limits.max_in_flight {
-                q.leaders += 1;
+        }
+        if q.bytes < self.limits.max_queued_bytes {
+            // Room left: the next waiting submitter may go on too.
+            shard.wake_room(&q);
+        }
+        if q.served {
+            // One wake-up per full batch; the server looks on its own every `COALESCE`.
+            if q.server_sleeps && self.full(&q) {
+                q.server_sleeps = false;
+                shard.work.notify_one();
+            }
+        } else if !q.draining {
+            drop(self.drain(client, shard, q, Some(DRAIN_TURN)));
+        }
+    }
+
+    /// A full batch is queued.
+    fn full(&self, q: &Queue) -> bool {
+        q.items.len() >= self.limits.max_records || q.bytes >= self.limits.max_bytes
+    }
+
+    /// Serves shard `shard` until `until` is set: drains its queue in batches, sleeping
+    /// while less than a full batch waits, for at most [`COALESCE`]. The relay's threads
+    /// then only queue records (LightBox's etap shape); without a serving thread, they
+    /// drain the queue themselves.
+    ///
+    /// Run it on a thread of its own: it raises that thread to [`SERVE_NICE`] where the
+    /// process may ([`serving_priority`](Self::serving_priority) says whether it could).
+    /// LightBox gives its etap a core of its own; on a machine without a spare one the
+    /// next best is to run ahead of the relay, client and server threads when woken. At the
+    /// default priority, on the 2-vCPU VM, the serving thread woken by its batch's reply
+    /// waited for a slice behind about a hundred runnable threads, the queue filled and the
+    /// relay's threads waited for room with both cores part idle.
+    pub fn serve(&self, client: Client<'_>, shard: usize, until: &AtomicBool) {
+        let Some(shard) = self.shards.get(shard) else {
+            return;
+        };
+        let raised =
+            rustix::process::setpriority_process(Some(rustix::thread::gettid()), SERVE_NICE)
+                .is_ok();
+        self.priority
+            .store(if raised { 2 } else { 1 }, Ordering::Relaxed);
+        let mut q = lock(&shard.queue);
+        q.served = true;
+        while !until.load(Ordering::Acquire) {
+            if q.draining || !self.full(&q) {
+                q.server_sleeps = true;
+                q = shard
+                    .work
+                    .wait_timeout(q, COALESCE)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+                q.server_sleeps = false;
+            }
+            if !q.draining && !q.items.is_empty() {
+                q = self.drain(client, shard, q, None);
+            }
+        }
+        q.served = false;
+        // Submitters waiting for room drain it themselves from now on.
+        shard.wake_room(&q);
+        shard.wake_done(&q);
+    }
+
+    /// Whether the serving threads run at [`SERVE_NICE`] (`None`: none has served yet).
+    pub fn serving_priority(&self) -> Option<bool> {
+        match self.priority.load(Ordering::Relaxed) {
+            0 => None,
+            p => Some(p == 2),
+        }
+    }
+
+    /// Shards: [`serve`](Self::serve) takes 0 .. this.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Waits until every record submitted with `tally` (records of `flow`) has its outcome
+    /// counted, draining the queue while nobody else does.
+    pub fn finish(&self, client: Client<'_>, flow: u64, tally: &Tally) {
+        let shard = self.shard(flow);
+        let mut q = lock(&shard.queue);
+        while tally.pending() > 0 && (q.draining || !q.items.is_empty()) {
+            q = if q.draining {
+                shard.wait_done(q)
             } else {
-                drop(q);
-                // Wait for our verdicts, or for the lead.
-                let mut st = lock(&slot.state);
-                loop {
-                    if st.promoted {
-                        break;
-                    }
-                    if let Some(r) = st.result.take() {
-                        return r;
-                    }
-                    st = slot.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
-                }
-            }
+                self.drain(client, shard, q, None)
+            };
         }
-        self.lead(client, &slot)
     }
 
-    /// Leads, holding a leader's place: batches of waiting submissions until our own is
-    /// done, then passes the place on.
-    fn lead(&self, client: Client<'_>, own: &Slot) -> Result<BatchVerdicts, String> {
+    /// Waits until everything submitted so far was inspected, draining the queue while
+    /// nobody else does; returns when the last batch's outcomes were counted (`None`: no
+    /// batch ever ran).
+    pub fn settle(&self, client: Client<'_>) -> Option<Instant> {
+        let mut last = None;
+        for shard in &self.shards {
+            let mut q = lock(&shard.queue);
+            while q.draining || !q.items.is_empty() {
+                q = if q.draining {
+                    shard.wait_done(q)
+                } else {
+                    self.drain(client, shard, q, None)
+                };
+            }
+            last = last.max(q.last_delivery);
+        }
+        last
+    }
+
+    /// Holds the drainer's role (taken from `q`, where nobody held it): runs batches of the
+    /// oldest records until the queue is empty or `turn` batches are done and a submitter
+    /// waits to take over. Returns the queue, locked, the role given back.
+    fn drain<'a>(
+        &self,
+        client: Client<'_>,
+        shard: &'a Shard,
+        mut q: MutexGuard<'a, Queue>,
+        turn: Option<usize>,
+    ) -> MutexGuard<'a, Queue> {
+        debug_assert!(!q.draining);
+        q.draining = true;
+        let mut turns = 0;
         loop {
-            let mine = lock(&own.state).result.take();
-            if let Some(r) = mine {
-                self.pass_lead();
-                return r;
-            }
-            let taken = self.take();
+            let taken = self.take(&mut q);
             if taken.is_empty() {
-                // Another leader has our submission in its batch: wait for it.
-                let mut st = lock(&own.state);
-                while st.result.is_none() {
-                    st = own.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
-                }
-                continue;
+                break;
             }
+            // Room in the queue: a submitter waiting for it may go on.
+            shard.wake_room(&q);
+            drop(q);
             self.run(client, taken);
-        }
-    }
-
-    /// Gives our leader's place to the oldest waiting submission not yet promoted, or
-    /// frees it when there is none.
-    fn pass_lead(&self) {
-        let mut q = lock(&self.queue);
-        for s in &q.waiting {
-            let mut st = lock(&s.slot.state);
-            if !st.promoted && st.result.is_none() {
-                st.promoted = true;
-                s.slot.cv.notify_one();
-                return;
+            q = lock(&shard.queue);
+            q.last_delivery = Some(Instant::now());
+            shard.wake_done(&q);
+            turns += 1;
+            if turn.is_some_and(|t| turns >= t) && q.room_waiters > 0 {
+                break;
             }
         }
-        q.leaders = q.leaders.saturating_sub(1);
+        q.draining = false;
+        // The role is free: a waiter may take it.
+        shard.wake_room(&q);
+        shard.wake_done(&q);
+        q
     }
 
-    /// The oldest waiting submissions, up to the limits (at least one).
-    fn take(&self) -> Vec<Submission> {
-        let mut q = lock(&self.queue);
-        let (mut n, mut bytes) = (0, 0);
+    /// The oldest queued records, up to the limits.
+    fn take(&self, q: &mut Queue) -> Vec<Item> {
+        let mut bytes = 0;
         let mut taken = Vec::new();
-        while let Some(s) = q.waiting.front() {
-            if !taken.is_empty()
-                && (n + s.records.len() > self.limits.max_records
-                    || bytes + s.bytes > self.limits.max_bytes)
+        while let Some(item) = q.items.front() {
+            let len = item.record.record.len();
+            if taken.len() == self.limits.max_records
+                || (!taken.is_empty() && bytes + len > self.limits.max_bytes)
             {
                 break;
             }
-            n += s.records.len();
-            bytes += s.bytes;
-            if let Some(s) = q.waiting.pop_front() {
-                taken.push(s);
+            bytes += len;
+            if let Some(item) = q.items.pop_front() {
+                taken.push(item);
             }
         }
+        q.bytes -= bytes;
         taken
     }
 
-    /// One ecall for `taken`; each submitter gets its share of the verdicts.
-    fn run(&self, client: Client<'_>, mut taken: Vec<Submission>) {
-        if taken.is_empty() {
-            return;
-        }
-        let counts: Vec<usize> = taken.iter().map(|s| s.records.len()).collect();
-        let total: usize = counts.iter().sum();
-        let batch = RecordBatch {
-            records: taken
-                .iter_mut()
-                .flat_map(|s| std::mem::take(&mut s.records))
-                .collect(),
-        };
+    /// One ecall for `taken`; each record's outcome goes to its tally.
+    fn run(&self, client: Client<'_>, taken: Vec<Item>) {
+        let total = taken.len();
+        let (tallies, records): (Vec<Arc<Tally>>, Vec<RecordIn>) =
+            taken.into_iter().map(|i| (i.tally, i.record)).unzip();
+        let batch = RecordBatch { records };
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.records.fetch_add(total as u64, Ordering::Relaxed);
-        let reply = match client.reproduce_ssl_context_batch(&batch) {
+        let reply: Result<BatchVerdicts, String> = match client.reproduce_ssl_context_batch(&batch)
+        {
             Ok(v) if v.len() == total => Ok(v),
             Ok(v) => Err(format!(
                 "reproduce_ssl_context_batch: {} verdicts for {total} records",
@@ -286,17 +500,19 @@ impl Batcher {
             Err(e) => Err(e.to_string()),
         };
         drop(batch);
-        let mut verdicts = match reply {
-            Ok(v) => Ok(v.into_iter()),
-            Err(e) => Err(e),
-        };
-        for (s, n) in taken.iter().zip(counts) {
-            let r = match &mut verdicts {
-                Ok(it) => Ok(it.by_ref().take(n).collect()),
-                Err(e) => Err(e.clone()),
-            };
-            lock(&s.slot.state).result = Some(r);
-            s.slot.cv.notify_one();
+        match reply {
+            Ok(verdicts) => {
+                for (tally, v) in tallies.iter().zip(verdicts) {
+                    tally.count(v);
+                    tally.pending.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+            Err(e) => {
+                for tally in &tallies {
+                    tally.error(e.clone());
+                    tally.pending.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
         }
     }
 }

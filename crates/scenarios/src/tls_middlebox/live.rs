@@ -171,6 +171,8 @@ pub fn serve(
     let ticks0 = super::machine_cpu_ticks();
     let start = Instant::now();
     std::thread::scope(|s| {
+        // Inspection of batched records, off the relay threads.
+        s.spawn(|| mb.serve_inspection(stop));
         // The share port.
         s.spawn(|| {
             while !stopped() {

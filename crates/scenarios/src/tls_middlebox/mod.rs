@@ -193,14 +193,16 @@ pub struct Plan {
     pub batch: BatchLimits,
 }
 
-/// The plan: 32 long-running flows; a warm-up round of 8 MiB (quick) or 16 MiB (full), then
-/// 3 (quick) or 5 (full) measured rounds of about 150 ms (quick) or 400 ms (full) each,
-/// sized from the warm-up's pace, so that every configuration is measured over the same
-/// time however fast it is. Fixed rounds of 2 MiB (a few ms) had not reached the flows'
-/// steady state: the native middlebox's records/s at 1 KiB rose by about 40% from 2 to
-/// 8 MiB rounds, the sandbox's much less, so short rounds flattered the sandbox; and rounds
-/// of 8 MiB (10-20 ms) still moved by 10-15 points of the sandbox's share from run to run.
-/// `--threads N` sets the number of flows.
+/// The plan: 32 long-running flows; a warm-up round of 8 MiB (quick) or 16 MiB (full), a
+/// second warm-up sized from the first's pace, then 3 (quick) or 5 (full) measured rounds of
+/// about 150 ms (quick) or 400 ms (full) each, sized from the second warm-up's pace, so that
+/// every configuration is measured over the same time however fast it is. Fixed rounds of
+/// 2 MiB (a few ms) had not reached the flows' steady state: the native middlebox's
+/// records/s at 1 KiB rose by about 40% from 2 to 8 MiB rounds, the sandbox's much less, so
+/// short rounds flattered the sandbox; and rounds of 8 MiB (10-20 ms) still moved by 10-15
+/// points of the sandbox's share from run to run. Sized from the first warm-up alone (its
+/// ramp-up included), quick rounds lasted 26-60 ms instead of 150 (2026-11-26, 16 KiB and
+/// 1 KiB records); from the second, 93-196 ms. `--threads N` sets the number of flows.
 pub fn plan(options: &RunOptions) -> Plan {
     let quick = options.preset == Preset::Quick;
     Plan {
@@ -233,7 +235,7 @@ impl Plan {
             flows: self.flows,
             record_size: size,
             records_per_flow: records,
-            rounds: self.runs + 1,
+            rounds: self.runs + 2,
             plant_every: self.plant_every,
             timeout: self.timeout,
             round_target: self.round_target,
@@ -308,20 +310,24 @@ fn cpu_ns_of_stat(stat: &str, hz: u64) -> Option<u64> {
     Some((ticks(11)? + ticks(12)?) * 1_000_000_000 / hz.max(1))
 }
 
-/// Time per record of each measured round of `r` (round 0 warms up) of `flows` flows; a
-/// round whose time is unknown is left out, not counted as 0.
+/// Time per record of each measured round of `r` (after its warm-up rounds) of `flows`
+/// flows; a round whose time is unknown is left out, not counted as 0.
 fn per_record(r: &PassResult, flows: usize) -> Vec<f64> {
     r.wall_ns
         .iter()
         .zip(&r.records_per_round)
-        .skip(1)
+        .skip(r.warm_up_rounds)
         .filter_map(|(w, &n)| Some(*w.as_ref()? as f64 / (n * flows as u64).max(1) as f64))
         .collect()
 }
 
 /// Records of all flows in one measured round of `r` (every measured round has as many).
 fn measured_round_records(r: &PassResult, flows: usize) -> u64 {
-    r.records_per_round.get(1).copied().unwrap_or(0) * flows as u64
+    r.records_per_round
+        .get(r.warm_up_rounds)
+        .copied()
+        .unwrap_or(0)
+        * flows as u64
 }
 
 /// One configuration at one record size.
@@ -348,6 +354,8 @@ struct Outcome {
     attestation: workload::Attestation,
     /// With batching: the bounds, and the ecalls made and records they carried.
     batching: Option<(BatchLimits, u64, u64)>,
+    /// With batching: whether the inspection threads ran at `batch::SERVE_NICE`.
+    serving_priority: Option<bool>,
 }
 
 /// How the sandbox's ecalls are made in one configuration: the scenario's and, with
@@ -419,6 +427,17 @@ impl TlsMiddlebox {
             p.insert("batched".into(), Value::from(true));
             p.insert("batch_max_records".into(), Value::from(limits.max_records));
             p.insert("batch_max_bytes".into(), Value::from(limits.max_bytes));
+            p.insert(
+                "batch_queue_bytes".into(),
+                Value::from(limits.max_queued_bytes),
+            );
+            if let Some(raised) = o.serving_priority {
+                // Whether the inspection threads ran ahead of the relay's (`batch::serve`).
+                p.insert(
+                    "inspection_nice".into(),
+                    Value::from(if raised { batch::SERVE_NICE } else { 0 }),
+                );
+            }
             if batches > 0 {
                 p.insert(
                     "mean_batch_records".into(),
@@ -482,6 +501,7 @@ impl TlsMiddlebox {
                 problems: analysis::problems(&r, plan.flows, false),
                 attestation: r.attestation,
                 batching: None,
+                serving_priority: None,
             });
         };
         let config = if switchless.is_empty() {
@@ -565,6 +585,7 @@ impl TlsMiddlebox {
             breakdown: Some(Breakdown::new(inspected, busy, ecall, inside)),
             problems,
             attestation,
+            serving_priority: mb.batcher().and_then(|b| b.serving_priority()),
             batching: mb.batcher().map(|b| {
                 let (batches, records) = b.stats();
                 (b.limits(), batches, records)

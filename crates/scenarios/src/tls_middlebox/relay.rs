@@ -1,8 +1,9 @@
 //! The middlebox's host side: a TCP relay, one thread per direction, that reassembles
-//! records and hands each encrypted one to the enclave (`reproduce_ssl_context`), or, with
-//! batching on ([`Middlebox::with_batching`]), all the encrypted records of one read up to
-//! [`BatchLimits::max_record_bytes`] to the [`Batcher`], which carries them and other flows'
-//! in one `reproduce_ssl_context_batch` (larger records keep one ecall each).
+//! records and hands each encrypted one to the enclave (`reproduce_ssl_context`) before
+//! forwarding it, or, with batching on ([`Middlebox::with_batching`]), queues the encrypted
+//! records of each read with the [`Batcher`] and forwards them at once: the batcher carries
+//! them and other flows' in `reproduce_ssl_context_batch` ecalls, off the forwarding path,
+//! and their verdicts are counted as they come (every one before the flow closes).
 //!
 //! What the relay does with bad input, per flow (the middlebox keeps serving the others):
 //!
@@ -25,7 +26,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::batch::{BatchLimits, Batcher};
+use super::batch::{BatchLimits, Batcher, Tally, TallyCounts};
 use super::book::{BookLimits, Offer, ShareBook, ShareSignal, ShareStatus};
 use super::keys::Direction;
 use super::records::{ContentType, FrameError, Hello, Reassembler, hello_random};
@@ -105,6 +106,8 @@ struct FlowShared {
     closing: AtomicBool,
     last_activity: AtomicU64,
     born: Instant,
+    /// With batching: the verdicts of each direction's records, client to server first.
+    tallies: [Arc<Tally>; 2],
 }
 
 impl FlowShared {
@@ -264,7 +267,8 @@ impl<'e> Middlebox<'e> {
     }
 
     /// Batches the records of all flows into `reproduce_ssl_context_batch` ecalls within
-    /// `limits`, instead of one `reproduce_ssl_context` per record.
+    /// `limits`, off the forwarding path, instead of one `reproduce_ssl_context` per record
+    /// before forwarding it.
     pub fn with_batching(mut self, limits: BatchLimits) -> Self {
         self.batcher = Some(Batcher::new(limits));
         self
@@ -273,6 +277,31 @@ impl<'e> Middlebox<'e> {
     /// The batcher, when batching is on.
     pub fn batcher(&self) -> Option<&Batcher> {
         self.batcher.as_ref()
+    }
+
+    /// Serves the batcher's queues, a thread each, until `until` is set: the relay's
+    /// threads then only queue records, and these threads carry them into the enclave
+    /// ([`Batcher::serve`]). Returns at once without batching. Without it the relay's
+    /// threads drain the queues themselves.
+    pub fn serve_inspection(&self, until: &AtomicBool) {
+        let Some(b) = &self.batcher else {
+            return;
+        };
+        std::thread::scope(|s| {
+            for shard in 0..b.shards() {
+                // No thread (spawning failed): the relay's threads drain that shard.
+                let _ = std::thread::Builder::new()
+                    .name(format!("inspect-{shard}"))
+                    .spawn_scoped(s, move || b.serve(self.client, shard, until));
+            }
+        });
+    }
+
+    /// Waits until every record handed to the batcher so far was inspected; returns when
+    /// the last batch's verdicts were counted (`None`: no batch, or no batching). Without
+    /// batching a record is inspected before it is forwarded: nothing to wait for.
+    pub fn settle_inspection(&self) -> Option<Instant> {
+        self.batcher.as_ref()?.settle(self.client)
     }
 
     /// The engine's public key and the enclave's quote of it, as the host hands them to
@@ -350,6 +379,7 @@ impl<'e> Middlebox<'e> {
             closing: AtomicBool::new(false),
             last_activity: AtomicU64::new(0),
             born,
+            tallies: Default::default(),
         };
         let sockets = (|| Some((down.try_clone().ok()?, up.try_clone().ok()?)))();
         if let Some((down2, up2)) = sockets {
@@ -420,6 +450,7 @@ impl<'e> Middlebox<'e> {
             let r = &mut report.dirs[i];
             let mut batch = Vec::new();
             self.resume(shared, dir, &mut state, &mut batch, r);
+            self.finish_direction(shared, dir, r);
             if let Inspection::Waiting { queue, .. } = state {
                 self.give_up(queue.len() as u64, r);
             }
@@ -463,9 +494,7 @@ impl<'e> Middlebox<'e> {
                 for record in queue {
                     self.inspect(record, batch, r);
                 }
-                if let Some(b) = &self.batcher {
-                    self.flush(b, batch, r);
-                }
+                self.flush(shared, dir, batch, r);
             }
             _ => {
                 *state = Inspection::Off;
@@ -509,18 +538,9 @@ impl<'e> Middlebox<'e> {
 
     /// One encrypted record to the enclave: into this read's batch, or an ecall of its own.
     fn inspect(&self, record: RecordIn, batch: &mut Vec<RecordIn>, r: &mut DirReport) {
-        let batcher = self
-            .batcher
-            .as_ref()
-            .filter(|b| record.record.len() <= b.limits().max_record_bytes);
-        if batcher.is_some() {
+        if self.batcher.is_some() {
             batch.push(record);
         } else {
-            // A record too large to batch: the ones before it go first, so that each
-            // direction's records are decrypted in order.
-            if let Some(b) = &self.batcher {
-                self.flush(b, batch, r);
-            }
             let t = Instant::now();
             let verdict = self.client.reproduce_ssl_context(&record);
             r.ecall_ns += t.elapsed().as_nanos() as u64;
@@ -656,9 +676,7 @@ impl<'e> Middlebox<'e> {
                     }
                 }
             }
-            if let Some(b) = &self.batcher {
-                self.flush(b, &mut batch, &mut r);
-            }
+            self.flush(shared, dir, &mut batch, &mut r);
             let out = asm.consumed();
             let forwarded = dst.write_all(out);
             match &forwarded {
@@ -677,30 +695,61 @@ impl<'e> Middlebox<'e> {
                 break;
             }
         }
+        // The direction's records are all inspected before the flow can close.
+        self.finish_direction(shared, dir, &mut r);
         r.cpu_ns = thread_cpu().saturating_sub(cpu0).as_nanos() as u64;
         (r, state)
     }
 
-    /// Inspects the records collected for a batch (if any), counting the verdicts.
-    fn flush(&self, b: &Batcher, batch: &mut Vec<RecordIn>, r: &mut DirReport) {
+    /// Hands the records collected for a batch (if any) to the batcher, and counts the
+    /// verdicts that have come meanwhile.
+    fn flush(
+        &self,
+        shared: &FlowShared,
+        dir: Direction,
+        batch: &mut Vec<RecordIn>,
+        r: &mut DirReport,
+    ) {
+        let Some(b) = &self.batcher else {
+            return;
+        };
         if batch.is_empty() {
             return;
         }
-        let n = batch.len() as u64;
+        let tally = &shared.tallies[dir.index()];
+        r.inspected += batch.len() as u64;
         let t = Instant::now();
-        let verdicts = b.submit(self.client, std::mem::take(batch));
+        b.submit(self.client, tally, std::mem::take(batch));
         r.ecall_ns += t.elapsed().as_nanos() as u64;
-        r.inspected += n;
-        match verdicts {
-            Ok(v) => {
-                for verdict in v {
-                    self.count_verdict(r, verdict.map_err(ClientError::Middlebox));
-                }
-            }
-            Err(e) => {
-                if r.enclave_errors.len() < 8 {
-                    r.enclave_errors.push(e);
-                }
+        self.merge(tally.take(), r);
+    }
+
+    /// With batching: waits until the direction's records all have their verdicts, and
+    /// counts them.
+    fn finish_direction(&self, shared: &FlowShared, dir: Direction, r: &mut DirReport) {
+        let Some(b) = &self.batcher else {
+            return;
+        };
+        let tally = &shared.tallies[dir.index()];
+        let t = Instant::now();
+        b.finish(self.client, shared.flow, tally);
+        r.ecall_ns += t.elapsed().as_nanos() as u64;
+        self.merge(tally.take(), r);
+    }
+
+    /// Verdicts counted by the batcher, into the direction's report and the totals.
+    fn merge(&self, c: TallyCounts, r: &mut DirReport) {
+        r.app_records += c.app_records;
+        r.app_bytes += c.app_bytes;
+        r.matches += c.matches;
+        r.auth_failures += c.auth_failures;
+        self.stats
+            .app_records
+            .fetch_add(c.app_records, Ordering::Relaxed);
+        self.stats.matches.fetch_add(c.matches, Ordering::Relaxed);
+        for e in c.errors {
+            if r.enclave_errors.len() < 8 {
+                r.enclave_errors.push(e);
             }
         }
     }

@@ -12,7 +12,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -144,6 +144,17 @@ pub struct PassConfig {
     pub round_target: Option<Duration>,
 }
 
+/// Rounds of `cfg` that warm up: two with a round target and at least three rounds (the
+/// first round's pace, ramp-up and all, undersizes the rounds after it: measured rounds
+/// sized from it alone lasted a quarter to a third of a 150 ms target), else one.
+pub fn warm_up_rounds(cfg: &PassConfig) -> usize {
+    if cfg.round_target.is_some() && cfg.rounds >= 3 {
+        2
+    } else {
+        1
+    }
+}
+
 /// How many times `records_per_flow` a calibrated round sends at the most.
 pub const MAX_ROUND_SCALE: u64 = 256;
 
@@ -180,8 +191,13 @@ pub struct PassResult {
     pub planted: u64,
     /// Application-data records the clients sent (the first record of each flow included).
     pub records_sent: u64,
-    /// Records each flow sent in each round (round 0 the warm-up).
+    /// Records each flow sent in each round (the first [`warm_up_rounds`](Self::warm_up_rounds)
+    /// warm up).
     pub records_per_round: Vec<u64>,
+    /// Rounds that warm up before the measured ones, all the same size: one, or two with a
+    /// round target (the first sized by the configuration, the second from the first's pace
+    /// to about the target; the measured rounds from the second's).
+    pub warm_up_rounds: usize,
     /// Key shares handed to the enclave, and refused by it.
     pub shares: (u64, u64),
     /// What the clients made of the middlebox's key before sealing any share.
@@ -549,8 +565,18 @@ pub fn run_pass(
     let flows = Mutex::new(Vec::new());
     let client_errors = Mutex::new(Vec::new());
     let shares = Mutex::new((0, 0));
+    // Per round: when the middlebox had inspected all of it, since the round's start (a
+    // batching middlebox inspects off the forwarding path, so that may come after the
+    // servers have every byte; the round lasts until both).
+    let mut inspected_ns: Vec<Option<u64>> = vec![None; cfg.rounds];
+    let warm_up_rounds = warm_up_rounds(cfg);
 
+    let pass_over = AtomicBool::new(false);
     std::thread::scope(|s| {
+        if let Some(m) = middlebox {
+            let pass_over = &pass_over;
+            s.spawn(move || m.serve_inspection(pass_over));
+        }
         if let (Some(m), Some(rx)) = (middlebox, rx) {
             let shares = &shares;
             s.spawn(move || {
@@ -604,25 +630,35 @@ pub fn run_pass(
                 }
             });
         }
+        // A round is over when every server has all of it, or when the timeout says one
+        // never will, and the middlebox has inspected all of it.
+        let round_over = |k: usize, inspected: &mut Option<u64>| {
+            let until = Instant::now() + cfg.timeout;
+            while rounds.done[k].load(Ordering::Acquire) < cfg.flows as u64
+                && Instant::now() < until
+            {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            if let (Some(m), Some(start)) = (middlebox, round_start(&rounds, k))
+                && let Some(at) = m.settle_inspection()
+            {
+                *inspected = Some(at.saturating_duration_since(start).as_nanos() as u64);
+            }
+        };
         for k in 0..cfg.rounds {
             if k > 0 {
-                // A round is over when every server has all of it, or when the timeout
-                // says one never will.
-                let until = Instant::now() + cfg.timeout;
-                while rounds.done[k - 1].load(Ordering::Acquire) < cfg.flows as u64
-                    && Instant::now() < until
-                {
-                    std::thread::sleep(Duration::from_micros(200));
-                }
+                round_over(k - 1, &mut inspected_ns[k - 1]);
             }
-            if k == 1 {
-                // The warm-up's pace sizes the measured rounds (set before they start).
-                let first = rounds.records[0].load(Ordering::Acquire);
-                let n = match (cfg.round_target, round_start(&rounds, 0)) {
-                    (Some(target), Some(t0)) => calibrated_records(first, t0.elapsed(), target),
-                    _ => first,
+            if k == 1 || (k == 2 && warm_up_rounds == 2) {
+                // The pace of the round before sizes this one and the rest (set before they
+                // start): the first warm-up's pace sizes the second, whose pace, at about
+                // the target length, sizes the measured rounds.
+                let before = rounds.records[k - 1].load(Ordering::Acquire);
+                let n = match (cfg.round_target, round_start(&rounds, k - 1)) {
+                    (Some(target), Some(t0)) => calibrated_records(before, t0.elapsed(), target),
+                    _ => before,
                 };
-                for r in &rounds.records[1..] {
+                for r in &rounds.records[k..] {
                     r.store(n, Ordering::Release);
                 }
             }
@@ -633,10 +669,18 @@ pub fn run_pass(
                 .push(Instant::now());
             barrier.wait();
         }
+        let last = cfg.rounds - 1;
+        round_over(last, &mut inspected_ns[last]);
+        // The flows still closing inspect what is left of theirs themselves.
+        pass_over.store(true, Ordering::Release);
     });
 
     let servers = servers.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let wall_ns = round_walls(&servers, cfg.flows, cfg.rounds);
+    let wall_ns: Vec<Option<u64>> = round_walls(&servers, cfg.flows, cfg.rounds)
+        .into_iter()
+        .zip(&inspected_ns)
+        .map(|(w, i)| Some(w?.max(i.unwrap_or(0))))
+        .collect();
     let records_per_round: Vec<u64> = rounds
         .records
         .iter()
@@ -660,6 +704,7 @@ pub fn run_pass(
         planted,
         records_sent: cfg.flows as u64 * (per_flow + 1),
         records_per_round,
+        warm_up_rounds,
         shares: shares.into_inner().unwrap_or_else(PoisonError::into_inner),
         shares_withheld: if matches!(attestation, Attestation::Refused(_)) {
             withheld.load(Ordering::Relaxed)

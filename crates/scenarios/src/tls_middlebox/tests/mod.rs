@@ -353,8 +353,18 @@ fn per_record_times_leave_unknown_rounds_out() {
     let r = workload::PassResult {
         wall_ns: vec![Some(1), Some(100), None, Some(200)],
         records_per_round: vec![1, 5, 5, 5],
+        warm_up_rounds: 1,
         ..workload::PassResult::default()
     };
     assert_eq!(super::per_record(&r, 2), [10.0, 20.0]);
+    assert_eq!(super::measured_round_records(&r, 2), 10);
+    // Two warm-up rounds (a round target): both are dropped.
+    let r = workload::PassResult {
+        wall_ns: vec![Some(1), Some(50), Some(100), None, Some(300)],
+        records_per_round: vec![1, 3, 5, 5, 5],
+        warm_up_rounds: 2,
+        ..workload::PassResult::default()
+    };
+    assert_eq!(super::per_record(&r, 2), [10.0, 30.0]);
     assert_eq!(super::measured_round_records(&r, 2), 10);
 }

@@ -407,8 +407,9 @@ fn an_enclave_without_platform_keys_cannot_start_the_engine() {
 /// over the enclave's bounds is refused whole.
 #[test]
 fn batches_decrypt_every_record_in_order_within_their_limits() {
-    use super::super::batch::{BatchLimits, Batcher};
+    use super::super::batch::{BatchLimits, Batcher, Tally, TallyCounts};
     use super::super::service::{MAX_BATCH_RECORDS, RecordBatch};
+    use std::sync::Arc;
     let cap = capture(&messages(), b"ok");
     let (cr, sr) = randoms(&cap);
     let e = native();
@@ -465,41 +466,48 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
     let b = Batcher::new(BatchLimits {
         max_records: 2,
         max_bytes: usize::MAX,
-        max_in_flight: 1,
-        max_record_bytes: usize::MAX,
+        max_queued_bytes: usize::MAX,
+        shards: 1,
     });
-    let out = b.submit(c, records.clone()).unwrap();
-    assert_eq!(out.len(), n);
+    let (tally, stray_tally) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
+    let stray = records.remove(2);
+    // Nobody serves the queue: the submitter drains it, two records an ecall, in order (a
+    // record out of order fails to authenticate: TLS 1.2 sequence numbers are implicit).
+    b.submit(c, &tally, records.clone());
+    b.submit(c, &stray_tally, vec![stray]);
+    b.finish(c, 7, &tally);
+    b.finish(c, 99, &stray_tally);
+    assert_eq!((tally.pending(), stray_tally.pending()), (0, 0));
     assert_eq!(
         b.stats(),
-        (n.div_ceil(2) as u64, n as u64),
-        "batches of at most 2"
+        ((n - 1).div_ceil(2) as u64 + 1, n as u64),
+        "batches of at most 2, the stray one alone"
     );
-    assert_eq!(out[2], Err(MiddleboxError::UnknownFlow(99)));
-    // In order: each verdict is of its own record (TLS 1.2 headers carry the real type).
-    for (i, (v, r)) in out.iter().zip(&records).enumerate() {
-        if i != 2 {
-            assert_eq!(v.as_ref().unwrap().content_type, r.record[0], "record {i}");
-        }
-    }
-    let ok: Vec<_> = out.iter().filter_map(|v| v.as_ref().ok()).collect();
-    assert_eq!(ok.len(), n - 1);
-    assert_eq!(ok.iter().map(|v| v.matches).sum::<u32>(), 3);
-    assert_eq!(ok.iter().filter(|v| v.content_type == 23).count(), 5);
+    let got = tally.take();
+    assert_eq!(
+        (got.app_records, got.matches, got.auth_failures),
+        (5, 3, 0),
+        "{got:?}"
+    );
+    assert!(got.errors.is_empty(), "{:?}", got.errors);
+    assert_eq!(stray_tally.take().errors, ["unknown flow 99"]);
+    assert_eq!(tally.take(), TallyCounts::default(), "take resets");
+    assert!(b.settle(c).is_some());
     let r = c.set_info_flow(&FlowInfo::Close { flow: 7 }).unwrap();
     let counts = r.counts.unwrap();
     assert_eq!((counts[0].app_records, counts[0].matches), (4, 3));
     assert_eq!(counts[1].app_records, 1);
-    // The limits are clamped so that any record fits in a batch.
+    // The limits are clamped so that any record fits in a batch and in the queue.
     let tiny = Batcher::new(BatchLimits {
         max_records: 0,
         max_bytes: 1,
-        max_in_flight: 0,
-        max_record_bytes: 0,
+        max_queued_bytes: 0,
+        shards: 0,
     });
-    assert_eq!(tiny.limits().max_records, 1);
-    assert_eq!(tiny.limits().max_in_flight, 1);
-    assert!(tiny.limits().max_bytes >= 5 + (1 << 14) + 2048);
+    let l = tiny.limits();
+    assert_eq!((l.max_records, l.shards), (1, 1));
+    assert!(l.max_bytes >= 5 + (1 << 14) + 2048);
+    assert!(l.max_queued_bytes >= l.max_bytes);
     // Over the enclave's bounds: refused whole, nothing decrypted.
     let huge = RecordBatch {
         records: vec![records[0].clone(); MAX_BATCH_RECORDS + 1],
@@ -512,51 +520,77 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
     }
 }
 
-/// Many threads submitting at once, with two batches in flight: every submitter gets the
-/// outcomes of its own records, in order, and nobody waits forever (a lost leader's place
-/// would leave submissions stranded). Records of flows that are not open make each outcome
-/// name its record.
+/// Many threads submitting at once into a queue that holds four records: submitters wait
+/// for room, hand the drainer's role on, and nobody waits forever (a role left held would
+/// strand the queue); every record's outcome reaches its own submitter's tally. Once with
+/// nobody serving the queues (the submitters drain them), once with three shards each
+/// served by a thread of its own. Records of flows that are not open make each outcome name
+/// its flow.
 #[test]
-fn concurrent_submitters_each_get_their_own_outcomes_in_order() {
-    use super::super::batch::{BatchLimits, Batcher};
+fn concurrent_submitters_each_get_their_own_outcomes() {
+    use super::super::batch::{BatchLimits, Batcher, Tally};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let e = native();
     let c = Client::new(&e);
-    let b = Batcher::new(BatchLimits {
-        max_records: 4,
-        max_bytes: usize::MAX,
-        max_in_flight: 2,
-        max_record_bytes: usize::MAX,
-    });
-    let record = records_of(&capture(&messages(), b"ok").c2s)[0].2.clone();
-    std::thread::scope(|s| {
-        for t in 0..8u64 {
-            let (b, record) = (&b, &record);
-            s.spawn(move || {
-                for k in 0..40u64 {
-                    let ids: Vec<u64> =
-                        (0..1 + (t + k) % 6).map(|i| t << 32 | k << 8 | i).collect();
-                    let records = ids
-                        .iter()
-                        .map(|&flow| RecordIn {
-                            flow,
-                            direction: Direction::ClientToServer,
-                            record: record.clone(),
-                        })
-                        .collect();
-                    let out = b.submit(c, records).unwrap();
-                    let want: Vec<_> = ids
-                        .iter()
-                        .map(|&f| Err(MiddleboxError::UnknownFlow(f)))
-                        .collect();
-                    assert_eq!(out, want, "thread {t}, submission {k}");
+    // Not a valid record (no flow is open): 4 KiB, so that four fill the queue.
+    let mut record = vec![23, 3, 3, 0x0f, 0xfb];
+    record.resize(4096, 0);
+    for served in [false, true] {
+        let b = Batcher::new(BatchLimits {
+            max_records: 4,
+            max_bytes: 0,
+            max_queued_bytes: 0,
+            shards: if served { 3 } else { 1 },
+        });
+        assert!(b.limits().max_queued_bytes < 5 * record.len());
+        let until = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            if served {
+                for shard in 0..b.shards() {
+                    let (b, until) = (&b, &until);
+                    s.spawn(move || b.serve(c, shard, until));
                 }
-            });
-        }
-    });
-    let (batches, records) = b.stats();
-    let expected: u64 = (0..8u64)
-        .flat_map(|t| (0..40u64).map(move |k| 1 + (t + k) % 6))
-        .sum();
-    assert_eq!(records, expected);
-    assert!(batches >= expected.div_ceil(4), "{batches}");
+            }
+            let submitters: Vec<_> = (0..8u64)
+                .map(|t| {
+                    let (b, record) = (&b, &record);
+                    s.spawn(move || {
+                        let tally = Arc::new(Tally::default());
+                        let mut errors = Vec::new();
+                        for k in 0..40u64 {
+                            let records = (0..1 + (t + k) % 6)
+                                .map(|_| RecordIn {
+                                    flow: t,
+                                    direction: Direction::ClientToServer,
+                                    record: record.clone(),
+                                })
+                                .collect();
+                            b.submit(c, &tally, records);
+                            errors.extend(tally.take().errors);
+                        }
+                        b.finish(c, t, &tally);
+                        assert_eq!(tally.pending(), 0, "thread {t}");
+                        errors.extend(tally.take().errors);
+                        assert!(!errors.is_empty(), "thread {t}");
+                        for e in errors {
+                            assert_eq!(e, format!("unknown flow {t}"), "thread {t}");
+                        }
+                    })
+                })
+                .collect();
+            for h in submitters {
+                h.join().unwrap();
+            }
+            assert!(b.settle(c).is_some());
+            until.store(true, Ordering::Release);
+        });
+        assert_eq!(b.serving_priority().is_some(), served);
+        let (batches, records) = b.stats();
+        let expected: u64 = (0..8u64)
+            .flat_map(|t| (0..40u64).map(move |k| 1 + (t + k) % 6))
+            .sum();
+        assert_eq!(records, expected, "served: {served}");
+        assert!(batches >= expected.div_ceil(4), "{batches}");
+    }
 }
