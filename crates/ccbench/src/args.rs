@@ -103,7 +103,9 @@ pub struct RelayArgs {
     /// Switchless ecalls (sandbox only; `advisor` may choose batching instead).
     #[arg(long, value_enum, default_value_t = SwitchlessMode::None)]
     pub switchless: SwitchlessMode,
-    /// Batch the records of all flows into one ecall (reproduce_ssl_context_batch).
+    /// Inspect off the forwarding path: records of all flows are queued and carried into the
+    /// enclave in batches, one ecall each (reproduce_ssl_context_batch), while the relay
+    /// forwards at once.
     #[arg(long)]
     pub batch: bool,
     /// Patterns to count in the decrypted traffic: one a line, `#` comments, `hex:` for
