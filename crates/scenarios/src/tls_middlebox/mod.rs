@@ -201,8 +201,9 @@ pub struct Plan {
 /// records/s at 1 KiB rose by about 40% from 2 to 8 MiB rounds, the sandbox's much less, so
 /// short rounds flattered the sandbox; and rounds of 8 MiB (10-20 ms) still moved by 10-15
 /// points of the sandbox's share from run to run. Sized from the first warm-up alone (its
-/// ramp-up included), quick rounds lasted 26-60 ms instead of 150 (2026-11-26, 16 KiB and
-/// 1 KiB records); from the second, 93-196 ms. `--threads N` sets the number of flows.
+/// ramp-up included), quick rounds of 32 flows lasted 29-118 ms instead of 150, most 30-70
+/// (2026-11-26, 16 KiB and 1 KiB records); from the second, 93-196 ms. `--threads N` sets
+/// the number of flows.
 pub fn plan(options: &RunOptions) -> Plan {
     let quick = options.preset == Preset::Quick;
     Plan {
