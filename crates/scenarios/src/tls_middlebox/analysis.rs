@@ -269,8 +269,8 @@ pub fn throughput_table(rows: &[Row], flows: usize, load: Option<f64>) -> Table 
     }
     let mut notes = vec![format!(
         "{flows} concurrent flows; throughput is application bytes (and records) that reached \
-         the servers over the wall time from the start barrier to the last byte; 95% interval \
-         of the median over passes."
+         the servers over the wall time from the start barrier to the last byte (batched: or \
+         to the last record's verdict, if later); 95% interval of the median over passes."
     )];
     notes.push(
         "Middlebox CPU: the relay threads' CPU time plus the enclave process's (sandbox: \
