@@ -187,6 +187,26 @@ fn openssl_client_and_server_through_the_middlebox_are_inspected_and_unchanged()
     }
 }
 
+/// `--batch`: records are inspected off the forwarding path by the inspection thread, and
+/// the session is relayed unchanged and inspected whole as without (the helper checks
+/// every pattern counted and nothing uninspected).
+#[test]
+fn a_batched_middlebox_relays_and_inspects_an_openssl_session() {
+    if !have_openssl() {
+        return;
+    }
+    let records = openssl_session(&["--batch"]);
+    let live: Vec<_> = records
+        .iter()
+        .filter(|r| r["params"]["mode"] == "live")
+        .collect();
+    assert!(!live.is_empty());
+    for r in live {
+        assert_eq!(r["params"]["selected_by"], "options", "{r}");
+        assert_eq!(r["params"]["batched"], true, "{r}");
+    }
+}
+
 /// `--switchless advisor`: the advisor profiles the enclave before the relay serves, its
 /// choice is what the relay runs with, and the session is relayed and inspected as without.
 #[test]
