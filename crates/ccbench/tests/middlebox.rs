@@ -169,17 +169,23 @@ fn summary_value(records: &[serde_json::Value], what: &str) -> serde_json::Value
         .clone()
 }
 
+/// The records the relay wrote of the session itself (`mode = live`): at least one.
+fn live_records(records: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    let live: Vec<_> = records
+        .iter()
+        .filter(|r| r["params"]["mode"] == "live")
+        .collect();
+    assert!(!live.is_empty());
+    live
+}
+
 #[test]
 fn openssl_client_and_server_through_the_middlebox_are_inspected_and_unchanged() {
     if !have_openssl() {
         return;
     }
     let records = openssl_session(&[]);
-    let live: Vec<_> = records
-        .iter()
-        .filter(|r| r["params"]["mode"] == "live")
-        .collect();
-    assert!(!live.is_empty());
+    let live = live_records(&records);
     for r in live {
         assert_eq!(r["params"]["selected_by"], "options", "{r}");
         assert_eq!(r["params"]["batched"], false, "{r}");
@@ -196,11 +202,7 @@ fn a_batched_middlebox_relays_and_inspects_an_openssl_session() {
         return;
     }
     let records = openssl_session(&["--batch"]);
-    let live: Vec<_> = records
-        .iter()
-        .filter(|r| r["params"]["mode"] == "live")
-        .collect();
-    assert!(!live.is_empty());
+    let live = live_records(&records);
     for r in live {
         assert_eq!(r["params"]["selected_by"], "options", "{r}");
         assert_eq!(r["params"]["batched"], true, "{r}");
@@ -215,11 +217,7 @@ fn the_advisors_selection_relays_an_openssl_session() {
         return;
     }
     let records = openssl_session(&["--switchless", "advisor"]);
-    let live: Vec<_> = records
-        .iter()
-        .filter(|r| r["params"]["mode"] == "live")
-        .collect();
-    assert!(!live.is_empty());
+    let live = live_records(&records);
     for r in &live {
         assert_eq!(r["params"]["selected_by"], "advisor", "{r}");
     }

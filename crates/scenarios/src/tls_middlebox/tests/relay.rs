@@ -472,17 +472,22 @@ fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
         batches >= inspected.div_ceil(8) && batches <= records,
         "{batches} {records}"
     );
+    assert_every_record_batched(&e, &mb);
+}
+
+/// Every record went into the enclave in a batch ecall, none in a per-record one, and the
+/// enclave's trace counts as many batch ecalls as the batcher made.
+fn assert_every_record_batched(e: &enclave::Enclave, mb: &Middlebox<'_>) {
+    use super::super::service::Call;
     let trace = e.trace();
-    let calls = |c: super::super::service::Call| {
+    let calls = |c: Call| {
         trace
             .get(enclave::Direction::Ecall, c.into())
             .map_or(0, |t| t.count)
     };
-    assert_eq!(calls(super::super::service::Call::ReproduceSslContext), 0);
-    assert_eq!(
-        calls(super::super::service::Call::ReproduceSslContextBatch),
-        batches
-    );
+    assert_eq!(calls(Call::ReproduceSslContext), 0);
+    let (batches, _) = mb.batcher().unwrap().stats();
+    assert_eq!(calls(Call::ReproduceSslContextBatch), batches);
 }
 
 /// Maximal records through a queue that holds only a few of them: the relay's threads wait
@@ -492,7 +497,6 @@ fn a_batched_middlebox_delivers_every_byte_and_finds_every_pattern() {
 #[test]
 fn a_full_queue_holds_the_relay_back_and_loses_nothing() {
     use super::super::batch::BatchLimits;
-    use super::super::service::Call;
     let cfg = PassConfig {
         flows: 3,
         record_size: 1 << 14,
@@ -525,15 +529,8 @@ fn a_full_queue_holds_the_relay_back_and_loses_nothing() {
         .map(|d| d.auth_failures)
         .sum();
     assert_eq!(auth, 0);
-    let trace = e.trace();
-    let calls = |c: Call| {
-        trace
-            .get(enclave::Direction::Ecall, c.into())
-            .map_or(0, |t| t.count)
-    };
-    assert_eq!(calls(Call::ReproduceSslContext), 0);
+    assert_every_record_batched(&e, &mb);
     let (batches, records) = mb.batcher().unwrap().stats();
-    assert_eq!(calls(Call::ReproduceSslContextBatch), batches);
     assert!(batches >= records.div_ceil(2), "{batches} {records}");
     // The pass served the queues from threads of their own.
     assert!(mb.batcher().unwrap().serving_priority().is_some());
