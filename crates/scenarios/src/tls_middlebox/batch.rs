@@ -31,8 +31,8 @@ use std::time::Instant;
 
 use super::records::ContentType;
 use super::service::{
-    BatchVerdicts, Client, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, MiddleboxError, RecordBatch,
-    RecordIn, Verdict,
+    BatchVerdicts, Client, ClientError, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, MiddleboxError,
+    RecordBatch, RecordIn, Verdict,
 };
 
 /// Batches a drainer runs before it hands the queue to a submitter that waits for room: no
@@ -145,24 +145,39 @@ impl Tally {
 
     /// Counts one record's outcome.
     fn count(&self, verdict: Result<Verdict, MiddleboxError>) {
+        let c = TallyCounts::of(verdict.map_err(ClientError::Middlebox));
+        self.app_records.fetch_add(c.app_records, Ordering::Relaxed);
+        self.app_bytes.fetch_add(c.app_bytes, Ordering::Relaxed);
+        self.matches.fetch_add(c.matches, Ordering::Relaxed);
+        self.auth_failures
+            .fetch_add(c.auth_failures, Ordering::Relaxed);
+        for e in c.errors {
+            self.error(e);
+        }
+    }
+}
+
+impl TallyCounts {
+    /// The counts of one record's outcome, however it was inspected (in a batch, or an
+    /// ecall of its own): an application-data record's bytes and matches, a failed
+    /// authentication, or another refusal's text.
+    pub fn of(verdict: Result<Verdict, ClientError>) -> Self {
+        let mut c = TallyCounts::default();
         match verdict {
             Ok(v) => {
                 if v.content_type == ContentType::ApplicationData.byte() {
-                    self.app_records.fetch_add(1, Ordering::Relaxed);
-                    self.app_bytes
-                        .fetch_add(u64::from(v.plaintext_len), Ordering::Relaxed);
-                    self.matches
-                        .fetch_add(u64::from(v.matches), Ordering::Relaxed);
+                    c.app_records = 1;
+                    c.app_bytes = u64::from(v.plaintext_len);
+                    c.matches = u64::from(v.matches);
                 }
             }
-            Err(MiddleboxError::Open {
+            Err(ClientError::Middlebox(MiddleboxError::Open {
                 error: super::keys::OpenError::Authentication,
                 ..
-            }) => {
-                self.auth_failures.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => self.error(e.to_string()),
+            })) => c.auth_failures = 1,
+            Err(e) => c.errors.push(e.to_string()),
         }
+        c
     }
 }
 

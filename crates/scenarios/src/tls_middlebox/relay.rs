@@ -32,7 +32,7 @@ use super::keys::Direction;
 use super::records::{ContentType, FrameError, Hello, Reassembler, hello_random};
 use super::service::{
     Client, ClientError, DirectionCounts, EngineKey, EngineLimits, FlowInfo, KeyShare,
-    MiddleboxError, RecordIn, Ruleset, StartTls, TlsRandoms, Verdict,
+    MiddleboxError, RecordIn, Ruleset, StartTls, TlsRandoms,
 };
 
 /// Per-direction counts the relay keeps on the host.
@@ -545,7 +545,7 @@ impl<'e> Middlebox<'e> {
             let verdict = self.client.reproduce_ssl_context(&record);
             r.ecall_ns += t.elapsed().as_nanos() as u64;
             r.inspected += 1;
-            self.count_verdict(r, verdict);
+            self.merge(TallyCounts::of(verdict), r);
         }
     }
 
@@ -737,7 +737,8 @@ impl<'e> Middlebox<'e> {
         self.merge(tally.take(), r);
     }
 
-    /// Verdicts counted by the batcher, into the direction's report and the totals.
+    /// Verdicts counted (by the batcher, or of one record's own ecall), into the direction's
+    /// report and the totals.
     fn merge(&self, c: TallyCounts, r: &mut DirReport) {
         r.app_records += c.app_records;
         r.app_bytes += c.app_bytes;
@@ -784,34 +785,6 @@ impl<'e> Middlebox<'e> {
                 }
             }
             None => {}
-        }
-    }
-}
-
-impl Middlebox<'_> {
-    /// Counts the enclave's verdict on one record.
-    fn count_verdict(&self, r: &mut DirReport, verdict: Result<Verdict, ClientError>) {
-        match verdict {
-            Ok(v) => {
-                if v.content_type == ContentType::ApplicationData.byte() {
-                    r.app_records += 1;
-                    r.app_bytes += u64::from(v.plaintext_len);
-                    r.matches += u64::from(v.matches);
-                    self.stats.app_records.fetch_add(1, Ordering::Relaxed);
-                    self.stats
-                        .matches
-                        .fetch_add(u64::from(v.matches), Ordering::Relaxed);
-                }
-            }
-            Err(ClientError::Middlebox(MiddleboxError::Open {
-                error: super::keys::OpenError::Authentication,
-                ..
-            })) => r.auth_failures += 1,
-            Err(e) => {
-                if r.enclave_errors.len() < 8 {
-                    r.enclave_errors.push(e.to_string());
-                }
-            }
         }
     }
 }
