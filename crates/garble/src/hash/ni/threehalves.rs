@@ -71,37 +71,6 @@ fn lsbs_avx512(v: __m256i) -> i32 {
     i32::from(_mm256_test_epi64_mask(v, _mm256_set1_epi64x(1)))
 }
 
-/// An empty `asm!` that takes all twelve registers of a group's AES outputs:
-/// each is computed before any is used after it. Without it the optimizer
-/// sank each gate's AES rounds down to the gate's own table arithmetic (to
-/// spare registers), so that only three AES chains were in flight at a time:
-/// latency-bound, 17% slower.
-#[target_feature(enable = "avx")]
-#[inline]
-fn all_computed(e: &mut [__m256i; 12]) {
-    // SAFETY: the template is empty: no instruction runs, no memory is read or
-    // written, no flags or stack change; it only pins twelve values in vector
-    // registers.
-    unsafe {
-        core::arch::asm!(
-            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
-            inout(ymm_reg) e[0],
-            inout(ymm_reg) e[1],
-            inout(ymm_reg) e[2],
-            inout(ymm_reg) e[3],
-            inout(ymm_reg) e[4],
-            inout(ymm_reg) e[5],
-            inout(ymm_reg) e[6],
-            inout(ymm_reg) e[7],
-            inout(ymm_reg) e[8],
-            inout(ymm_reg) e[9],
-            inout(ymm_reg) e[10],
-            inout(ymm_reg) e[11],
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-}
-
 /// The kernels of both hashes for one instruction set (as `fused_kernels!`):
 /// `$group_fk` fixed-key gates in flight, `$group_mi` MITCCRH gates with
 /// `$keys_mi` key registers (`G + ceil(G / 2)`); `$egroup_fk` and
@@ -426,7 +395,7 @@ macro_rules! threehalves_kernels {
                 }
                 let mut e = aes_n(k, &sl.last, &v);
                 if let Ok(e12) = <&mut [__m256i; 12]>::try_from(&mut e[..]) {
-                    all_computed(e12);
+                    pin(e12);
                 }
                 macro_rules! fin {
                     ($i:expr) => {{
