@@ -144,6 +144,7 @@ pub(super) fn tccr_vaes(rk: &[[u8; 16]; 11], xs: &mut [Block], tweaks: &[Block])
             for x in v.iter_mut() {
                 *x = _mm256_aesenc_epi128(*x, *key);
             }
+            pin(&mut v);
         }
         for (i, x) in v.iter().enumerate() {
             let e = _mm256_aesenclast_epi128(*x, k[10]);
