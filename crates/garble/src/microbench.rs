@@ -20,6 +20,7 @@ use thiserror::Error;
 use crate::builder::Builder;
 use crate::channel::{DEFAULT_TIMEOUT, TcpChannel, thread_cpu};
 use crate::circuit::{Circuit, GateKind, Party};
+use crate::gc::TableSink;
 use crate::hash::{Backend, BackendUnavailable, Block, GcHash, Hasher, Prg};
 use crate::program::Program;
 use crate::scheme::Scheme;
@@ -115,7 +116,9 @@ pub const GATE_BLOCK: usize = 1 << 16;
 /// evaluated `ceil(gates / GATE_BLOCK)` times (the AND counter runs on, so
 /// every AND gate has its own tweak and table). With AND gates, each
 /// repetition garbles into one table buffer of `32 bytes x` the block's AND
-/// gates (touched before timing) and is then evaluated from it; free gates
+/// gates (touched before timing; the kernels write the tables in place, as a
+/// session's channel takes them) and is then evaluated from it (copied
+/// piecewise into the evaluator's table buffer, as a session receives them); free gates
 /// have no tables, so their repetitions are all garbled, then all evaluated.
 /// Garbling and evaluation are timed separately and summed over the
 /// repetitions.
@@ -171,16 +174,13 @@ pub fn gate_timing_with(
     let (mut garble, mut evaluate) = (Duration::ZERO, Duration::ZERO);
     let (mut garble_cpu, mut evaluate_cpu) = (Duration::ZERO, Duration::ZERO);
     let mut garble_once = |g: &mut [Block], tables: &mut [u8]| {
-        let mut woff = 0;
         let c0 = thread_cpu();
         let t0 = Instant::now();
-        let sink = &mut |b: &[u8]| {
-            tables[woff..woff + b.len()].copy_from_slice(b);
-            woff += b.len();
-            Ok(())
+        let mut sink = InPlace {
+            buf: tables,
+            fill: 0,
         };
-        let _: Result<(), ()> =
-            scheme.garble(&prog, &hasher, delta, &mut coins, g, &mut gctr, sink);
+        let Ok(()) = scheme.garble_to(&prog, &hasher, delta, &mut coins, g, &mut gctr, &mut sink);
         garble += t0.elapsed();
         garble_cpu += thread_cpu().saturating_sub(c0);
     };
@@ -221,6 +221,27 @@ pub fn gate_timing_with(
         garble_cpu,
         evaluate_cpu,
     })
+}
+
+/// The tables of one timed garbling, written where the kernels put them, as a session's
+/// channel takes them into its send buffer (`TableSink` over `send_in_place`): no copy
+/// after the kernel is timed that a session does not make. The buffer holds all of a
+/// program's tables, so the room left always fits the rest.
+struct InPlace<'a> {
+    buf: &'a mut [u8],
+    fill: usize,
+}
+
+impl TableSink for InPlace<'_> {
+    type Error = std::convert::Infallible;
+    fn room(&self) -> usize {
+        self.buf.len() - self.fill
+    }
+    fn put(&mut self, n: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), Self::Error> {
+        fill(&mut self.buf[self.fill..self.fill + n]);
+        self.fill += n;
+        Ok(())
+    }
 }
 
 /// Time per lookup in a public table of `items` entries with `outputs` output bits, as
