@@ -370,15 +370,13 @@ impl Gen for StreamGarbler<'_> {
         for (&s, w) in p.evaluator_inputs.iter().zip(b) {
             l[s as usize] = label(w);
         }
-        let ch = &mut self.ch;
-        let mut sink = |t: &[u8]| ch.send(t);
-        // The scheme's garbling of a compiled program, fused per-run kernels included.
+        // The scheme's garbling of a compiled program, fused per-run kernels included,
+        // its tables written straight into the channel's send buffer (as a session's).
+        let ch: &mut dyn Channel = &mut *self.ch;
         let (hasher, counter) = (self.hasher, &mut self.counter);
         let done = match self.three.as_mut() {
-            None => crate::gc::garble(p, hasher, delta, l, counter, &mut sink),
-            Some((_, prg)) => {
-                Scheme::ThreeHalves.garble(p, hasher, delta, prg, l, counter, &mut sink)
-            }
+            None => crate::gc::garble_to(p, hasher, delta, l, counter, ch),
+            Some((_, prg)) => Scheme::ThreeHalves.garble_to(p, hasher, delta, prg, l, counter, ch),
         };
         if let Err(e) = done {
             self.err = Some(e.into());
