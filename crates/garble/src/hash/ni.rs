@@ -165,8 +165,8 @@ pub(super) fn tccr_vaes(rk: &[[u8; 16]; 11], xs: &mut [Block], tweaks: &[Block])
 /// the fixed-key half-gates kernels on the AVX2-only VM, 2026-11-26: garbling
 /// 9.3-11.4 ns per AND before, 7.5-8.0 after, minima of three alternated runs). The
 /// three-halves kernels pin a group's twelve AES outputs for the same reason.
-/// Twelve registers are pinned together, more or fewer in groups of eight (four,
-/// two, one for the rest).
+/// Twelve registers are pinned together; any other number in groups of eight, and a
+/// shorter rest of four or two together, else one by one.
 #[target_feature(enable = "avx")]
 #[inline]
 fn pin(v: &mut [__m256i]) {
