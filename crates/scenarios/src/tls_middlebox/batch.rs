@@ -416,11 +416,7 @@ impl Batcher {
         let shard = self.shard(flow);
         let mut q = lock(&shard.queue);
         while tally.pending() > 0 && (q.draining || !q.items.is_empty()) {
-            q = if q.draining {
-                shard.wait_done(q)
-            } else {
-                self.drain(client, shard, q, None)
-            };
+            q = self.help(client, shard, q);
         }
     }
 
@@ -432,15 +428,26 @@ impl Batcher {
         for shard in &self.shards {
             let mut q = lock(&shard.queue);
             while q.draining || !q.items.is_empty() {
-                q = if q.draining {
-                    shard.wait_done(q)
-                } else {
-                    self.drain(client, shard, q, None)
-                };
+                q = self.help(client, shard, q);
             }
             last = last.max(q.last_delivery);
         }
         last
+    }
+
+    /// One step of waiting for verdicts: the next batch of whoever drains `shard`, or, if
+    /// nobody does, the queue drained by this thread.
+    fn help<'a>(
+        &self,
+        client: Client<'_>,
+        shard: &'a Shard,
+        q: MutexGuard<'a, Queue>,
+    ) -> MutexGuard<'a, Queue> {
+        if q.draining {
+            shard.wait_done(q)
+        } else {
+            self.drain(client, shard, q, None)
+        }
     }
 
     /// Holds the drainer's role (taken from `q`, where nobody held it): runs batches of the
