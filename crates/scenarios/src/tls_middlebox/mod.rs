@@ -559,7 +559,7 @@ impl TlsMiddlebox {
         let attestation = r.attestation.clone();
         let measured = [r];
         let trace = enclave.trace();
-        let (mut inspected, mut busy, mut ecall) = (0, 0, 0);
+        let (mut inspected, mut busy, mut ecall, mut queue) = (0, 0, 0, 0);
         for d in measured
             .iter()
             .flat_map(|r| r.flows.iter())
@@ -568,10 +568,30 @@ impl TlsMiddlebox {
             inspected += d.inspected;
             busy += d.busy_ns;
             ecall += d.ecall_ns;
+            queue += d.queue_ns;
         }
-        let inside = trace
-            .get(Direction::Ecall, Call::ReproduceSslContext.into())
-            .map_or(0.0, |t| t.mean_inside_ns());
+        let breakdown = match mb.batcher() {
+            Some(b) => {
+                // Means over the timed calls, times all calls (every call is timed on the
+                // sandbox, a sample on native).
+                let call = trace.get(Direction::Ecall, Call::ReproduceSslContextBatch.into());
+                let sum = |mean: fn(&enclave::CallTrace) -> f64| {
+                    call.map_or(0.0, |t| mean(t) * t.count as f64)
+                };
+                Breakdown::batched(
+                    (inspected, busy, queue),
+                    b.stats().1,
+                    sum(enclave::CallTrace::mean_inside_ns),
+                    sum(enclave::CallTrace::mean_transition_ns),
+                )
+            }
+            None => {
+                let inside = trace
+                    .get(Direction::Ecall, Call::ReproduceSslContext.into())
+                    .map_or(0.0, |t| t.mean_inside_ns());
+                Breakdown::new(inspected, busy, ecall, inside)
+            }
+        };
         ctx.progress().advance(1);
         Ok(Outcome {
             setup,
@@ -583,7 +603,7 @@ impl TlsMiddlebox {
             trace: Some(trace),
             busy_cores,
             idle_cores,
-            breakdown: Some(Breakdown::new(inspected, busy, ecall, inside)),
+            breakdown: Some(breakdown),
             problems,
             attestation,
             serving_priority: mb.batcher().and_then(|b| b.serving_priority()),

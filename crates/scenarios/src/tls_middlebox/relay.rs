@@ -72,8 +72,12 @@ pub struct DirReport {
     pub io_error: Option<String>,
     /// Wall time spent handling bytes read (parsing, ecalls, forwarding), ns.
     pub busy_ns: u64,
-    /// Wall time inside `reproduce_ssl_context` calls, ns.
+    /// Wall time inside `reproduce_ssl_context` calls (without batching), ns.
     pub ecall_ns: u64,
+    /// Wall time handing records to the batcher (with batching): at once unless its queue
+    /// is full (back-pressure) or nobody serves it (then the relay carries batches itself),
+    /// ns. The wait for the direction's last verdicts before it closes is not in it.
+    pub queue_ns: u64,
     /// The relay thread's CPU time, ns.
     pub cpu_ns: u64,
 }
@@ -720,7 +724,7 @@ impl<'e> Middlebox<'e> {
         r.inspected += batch.len() as u64;
         let t = Instant::now();
         b.submit(self.client, tally, std::mem::take(batch));
-        r.ecall_ns += t.elapsed().as_nanos() as u64;
+        r.queue_ns += t.elapsed().as_nanos() as u64;
         self.merge(tally.take(), r);
     }
 
@@ -731,9 +735,7 @@ impl<'e> Middlebox<'e> {
             return;
         };
         let tally = &shared.tallies[dir.index()];
-        let t = Instant::now();
         b.finish(self.client, shared.flow, tally);
-        r.ecall_ns += t.elapsed().as_nanos() as u64;
         self.merge(tally.take(), r);
     }
 
