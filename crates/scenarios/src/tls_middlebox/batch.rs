@@ -532,12 +532,52 @@ impl Batcher {
                     tally.pending.fetch_sub(1, Ordering::AcqRel);
                 }
             }
-            Err(e) => {
-                for tally in &tallies {
-                    tally.error(e.clone());
-                    tally.pending.fetch_sub(1, Ordering::AcqRel);
-                }
-            }
+            Err(e) => fail(&tallies, &e),
         }
+    }
+}
+
+/// A batch's ecall failed: each direction with records in it gets one message, with how many
+/// of its records went uninspected, not one per record (a tally keeps only its first few
+/// messages), and those records stop pending.
+fn fail(tallies: &[Arc<Tally>], e: &str) {
+    let mut per: Vec<(&Arc<Tally>, u64)> = Vec::new();
+    for t in tallies {
+        match per.iter_mut().find(|(u, _)| Arc::ptr_eq(u, t)) {
+            Some((_, n)) => *n += 1,
+            None => per.push((t, 1)),
+        }
+    }
+    for (tally, n) in per {
+        tally.error(format!("{e} (a batch failed: {n} record(s) not inspected)"));
+        tally.pending.fetch_sub(n, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_batch_gives_each_direction_one_message() {
+        let (a, b) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
+        a.pending.store(5, Ordering::Relaxed);
+        b.pending.store(1, Ordering::Relaxed);
+        // Interleaved, as flows share a queue.
+        let batch = [&a, &b, &a, &a].map(Arc::clone);
+        fail(&batch, "enclave lost");
+        assert_eq!(a.pending(), 2);
+        assert_eq!(b.pending(), 0);
+        let (ea, eb) = (a.take().errors, b.take().errors);
+        assert_eq!(
+            ea,
+            ["enclave lost (a batch failed: 3 record(s) not inspected)"]
+        );
+        assert_eq!(
+            eb,
+            ["enclave lost (a batch failed: 1 record(s) not inspected)"]
+        );
+        // Counted as nothing else.
+        assert_eq!(a.take(), TallyCounts::default());
     }
 }
