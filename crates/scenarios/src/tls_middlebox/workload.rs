@@ -430,11 +430,10 @@ fn send_round(
 
 /// One client: handshake, the flow's first record, then per round the barrier and
 /// `records_per_flow` records; then one barrier more, passed when the last round is over
-/// for every flow, and close. (Closing at once put the first flows' ends, and with them the
-/// middlebox's, inside the last round of the others: measured rounds of 16 KiB records
-/// through the batched sandbox took 30-40% longer in the last of three than in the second,
-/// in seven of seven passes.) It reaches every barrier whatever fails, so that no one waits
-/// forever.
+/// for every flow, and close. (Closing at once put the first flows' ends, and the
+/// middlebox's teardown of them, inside the others' last round: `docs/scenario-tls-middlebox.md`
+/// has the passes before and after.) It reaches every barrier whatever fails, so that no one
+/// waits forever.
 fn client(
     index: u64,
     addr: SocketAddr,
