@@ -195,8 +195,13 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
         Config::switchless(1)
     };
     // The platform keys: the enclave quotes its engine key with them.
-    let builder =
+    let mut builder =
         boundary::with_sealing(&ctx, config.builder(&ctx, SERVICE, ecalls, &[])).tcs(MAX_TCS);
+    let batch_limits = BatchLimits::default().clamped();
+    if setup.selection.batched {
+        // A batch posted switchless fits one request slot (as in the scenario's `ring`).
+        builder = builder.pool_area(batch_limits.max_request_bytes());
+    }
     let enclave = builder
         .start(registry)
         .context("starting the middlebox enclave")?;
@@ -209,7 +214,7 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
         .context("starting the middlebox's engine")?;
     mb.share_wait = Duration::from_secs_f64(a.share_wait);
     if setup.selection.batched {
-        mb = mb.with_batching(BatchLimits::default().clamped());
+        mb = mb.with_batching(batch_limits);
     }
     let relay_addr = relay_l.local_addr()?;
     let share_addr = share_l.local_addr()?;

@@ -323,6 +323,25 @@ fn switchless_hits_with_idle_workers() {
     let t = e.trace();
     let r = t.get(Direction::Ecall, REVERSE).unwrap();
     assert_eq!((r.switchless_hits, r.switchless_misses), (0, 0));
+    drop(e);
+    // Pool slots sized for the payloads: the same calls, in one chunk each way, and
+    // payloads larger than even that slot still stream.
+    let e = Enclave::builder("test")
+        .switchless(SwitchlessConfig {
+            retries_before_fallback: 50_000_000,
+            ecalls: vec![ECHO],
+            ..Default::default()
+        })
+        .pool_area(512 << 10)
+        .start(&registry())
+        .unwrap();
+    let bigger = vec![5u8; (512 << 10) + 7];
+    for payload in [&big[..], &bigger[..], b"x"] {
+        assert_eq!(e.ecall(ECHO, payload).unwrap(), payload);
+    }
+    let t = e.trace();
+    let echo = t.get(Direction::Ecall, ECHO).unwrap();
+    assert_eq!((echo.switchless_hits, echo.switchless_misses), (3, 0));
 }
 
 fn switchless_misses_when_workers_are_busy() {
@@ -503,6 +522,15 @@ fn start_up_errors() {
         Enclave::builder("test").tcs(33).start(&r),
         Err(Error::Config(_))
     ));
+    for bytes in [0, 63, (1 << 30) + 1] {
+        assert!(
+            matches!(
+                Enclave::builder("test").pool_area(bytes).start(&r),
+                Err(Error::Config(_))
+            ),
+            "{bytes}"
+        );
+    }
 }
 
 fn transition_model_is_named_in_the_trace() {

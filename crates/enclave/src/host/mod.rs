@@ -91,6 +91,7 @@ pub struct EnclaveBuilder {
     backend: Backend,
     tcs: usize,
     area: usize,
+    pool_area: usize,
     spin: Duration,
     max_payload: u64,
     init: Vec<u8>,
@@ -109,7 +110,7 @@ pub struct EnclaveBuilder {
 pub const DEFAULT_TCS: usize = 4;
 /// Default slot area (bytes per direction per TCS slot).
 pub const DEFAULT_AREA: usize = 1 << 20;
-/// Area of a switchless pool slot.
+/// Default area of a switchless pool slot (bytes per direction).
 pub const POOL_AREA: usize = 64 << 10;
 /// Default bounded spin before a futex sleep.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(20);
@@ -123,6 +124,7 @@ impl EnclaveBuilder {
             backend: Backend::Sandbox,
             tcs: DEFAULT_TCS,
             area: DEFAULT_AREA,
+            pool_area: POOL_AREA,
             spin: DEFAULT_SPIN,
             max_payload: 1 << 30,
             init: Vec::new(),
@@ -151,6 +153,14 @@ impl EnclaveBuilder {
     /// Bytes per direction per TCS slot (default 1 MiB); larger payloads are streamed.
     pub fn slot_area(mut self, bytes: usize) -> Self {
         self.area = bytes;
+        self
+    }
+    /// Bytes per direction per switchless request slot (default 64 KiB); larger payloads
+    /// are streamed through the slot in chunks, each a handoff between caller and worker.
+    /// Size it to the switchless calls' payloads: the Intel SDK passes a switchless call's
+    /// buffers by pointer, so a large one costs a copy there, not a conversation.
+    pub fn pool_area(mut self, bytes: usize) -> Self {
+        self.pool_area = bytes;
         self
     }
     /// The bounded spin before a futex sleep, on both sides (default 20 µs; zero means

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rustix::fd::OwnedFd;
 use rustix::thread::futex;
 
-use super::{Enclave, EnclaveBuilder, POOL_AREA, SeccompMode};
+use super::{Enclave, EnclaveBuilder, SeccompMode};
 use crate::ocall::OcallTable;
 use crate::seal::signer_hash;
 use crate::shm::{self, ConvError, Layout, Shm, Side, Waiter};
@@ -66,6 +66,11 @@ fn check_config(b: &EnclaveBuilder, key_dir: Option<&std::path::Path>) -> Result
     if b.area < 64 || b.area > 1 << 30 {
         return Err(Error::Config("slot area must be 64 B ..= 1 GiB".into()));
     }
+    if b.pool_area < 64 || b.pool_area > 1 << 30 {
+        return Err(Error::Config(
+            "switchless pool slot area must be 64 B ..= 1 GiB".into(),
+        ));
+    }
     if b.name.len() > shm::NAME_CAP {
         return Err(Error::Config("service name too long".into()));
     }
@@ -95,7 +100,7 @@ fn plan_layout(b: &EnclaveBuilder) -> (Layout, SwitchlessIds) {
         n_epool: n_pool,
         n_opool: n_pool,
         area: b.area,
-        pool_area: POOL_AREA,
+        pool_area: b.pool_area,
         init_len: b.init.len(),
         max_payload: b.max_payload,
     };

@@ -75,6 +75,13 @@ impl Default for BatchLimits {
 const LARGEST_RECORD: usize = super::records::HEADER_LEN + (1 << 14) + 2048;
 
 impl BatchLimits {
+    /// The most bytes a `reproduce_ssl_context_batch` request within these limits takes
+    /// encoded: the records, and per record its flow, direction and length (13 bytes at the
+    /// most), and the count.
+    pub fn max_request_bytes(&self) -> usize {
+        self.max_bytes + 13 * self.max_records + 5
+    }
+
     /// The limits clamped to what the enclave accepts and to at least one record of any
     /// size, so that every record fits in some batch and in the queue.
     pub fn clamped(self) -> Self {
@@ -579,5 +586,31 @@ mod tests {
         );
         // Counted as nothing else.
         assert_eq!(a.take(), TallyCounts::default());
+    }
+
+    #[test]
+    fn a_full_batch_encodes_within_its_bound() {
+        use super::super::keys::Direction;
+        use parity_scale_codec::Encode;
+        let limits = BatchLimits {
+            max_records: 3,
+            max_bytes: 3 * LARGEST_RECORD,
+            ..BatchLimits::default()
+        }
+        .clamped();
+        let record = RecordIn {
+            flow: u64::MAX,
+            direction: Direction::ServerToClient,
+            record: vec![0; LARGEST_RECORD],
+        };
+        let batch = RecordBatch {
+            records: vec![record; 3],
+        };
+        let n = batch.encode().len();
+        assert!(n <= limits.max_request_bytes(), "{n}");
+        assert!(
+            n + 16 > limits.max_request_bytes(),
+            "{n}: the bound is tight"
+        );
     }
 }

@@ -457,6 +457,16 @@ impl TlsMiddlebox {
                 Value::from(switchless_names(&o.switchless)),
             );
         }
+        if let Some((limits, _, _)) = o.batching
+            && o.switchless
+                .contains(&Call::ReproduceSslContextBatch.into())
+        {
+            // The switchless request slots are sized for a whole batch (`measure`).
+            p.insert(
+                "switchless_slot_bytes".into(),
+                Value::from(limits.max_request_bytes()),
+            );
+        }
         p
     }
 
@@ -512,8 +522,15 @@ impl TlsMiddlebox {
         };
         let registry = register(Registry::new());
         // The platform keys: the enclave quotes its engine key with them.
-        let builder = boundary::with_sealing(ctx, config.builder(ctx, SERVICE, switchless, &[]))
-            .tcs((2 * plan.flows).clamp(2, MAX_TCS));
+        let mut builder =
+            boundary::with_sealing(ctx, config.builder(ctx, SERVICE, switchless, &[]))
+                .tcs((2 * plan.flows).clamp(2, MAX_TCS));
+        if selection.batched {
+            // A batch posted switchless fits one request slot, as it fits one TCS slot's
+            // area: no chunked conversation with the worker (the SDK passes a switchless
+            // call's buffers by pointer).
+            builder = builder.pool_area(plan.batch.clamped().max_request_bytes());
+        }
         let enclave = boundary::start(builder, &registry)?;
         let client = Client::new(&enclave);
         let limits = EngineLimits {
