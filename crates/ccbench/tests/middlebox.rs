@@ -190,6 +190,7 @@ fn openssl_client_and_server_through_the_middlebox_are_inspected_and_unchanged()
         assert_eq!(r["params"]["selected_by"], "options", "{r}");
         assert_eq!(r["params"]["batched"], false, "{r}");
         assert_eq!(r["params"]["switchless_ecalls"], "none", "{r}");
+        assert!(r["params"]["batch_max_records"].is_null(), "{r}");
     }
 }
 
@@ -206,6 +207,10 @@ fn a_batched_middlebox_relays_and_inspects_an_openssl_session() {
     for r in live {
         assert_eq!(r["params"]["selected_by"], "options", "{r}");
         assert_eq!(r["params"]["batched"], true, "{r}");
+        // The batcher's limits, as the scenario's records name them; no switchless slot.
+        assert_eq!(r["params"]["batch_max_records"], 512, "{r}");
+        assert_eq!(r["params"]["batch_max_bytes"], 1 << 20, "{r}");
+        assert!(r["params"]["switchless_slot_bytes"].is_null(), "{r}");
     }
 }
 

@@ -317,6 +317,13 @@ fn tls_middlebox_on_every_backend() {
             "{:?}",
             r.params
         );
+        // Its request slots hold a whole batch.
+        assert_eq!(
+            r.params.get("switchless_slot_bytes"),
+            Some(&Value::from(plan.batch.clamped().max_request_bytes())),
+            "{:?}",
+            r.params
+        );
     }
     for size in &plan.sizes {
         assert_eq!(checks(&format!("batching-shape-{size}")).len(), 1, "{size}");

@@ -67,6 +67,8 @@ pub struct LiveReport {
     pub wall: Duration,
     /// Cores the machine left idle over the session (from `/proc/stat`), for the advisor.
     pub idle_cores: Option<f64>,
+    /// The batcher's limits, when the relay batched.
+    pub batching: Option<super::batch::BatchLimits>,
 }
 
 /// A running total, for the periodic status line.
@@ -262,6 +264,7 @@ pub fn serve(
         book: mb.book().counts(),
         wall: start.elapsed(),
         idle_cores: super::idle_cores_between(ticks0, super::machine_cpu_ticks()),
+        batching: mb.batcher().map(|b| b.limits()),
     })
 }
 
@@ -332,6 +335,9 @@ pub fn emit_records(
         Value::from(s.switchless_param()),
     );
     params.insert("batched".into(), Value::from(s.batched));
+    if let Some(limits) = &report.batching {
+        super::batch_params(&mut params, limits, &s.switchless);
+    }
     params.insert(
         "selected_by".into(),
         Value::from(if setup.advised { "advisor" } else { "options" }),

@@ -370,6 +370,23 @@ pub struct Selection {
 }
 
 /// The `switchless_ecalls` param: the ecalls' names comma-separated, or `none`.
+/// The batcher's limits as params, and, where the batch call is switchless, the size of
+/// its request slots (sized for a whole batch: [`BatchLimits::max_request_bytes`]).
+pub(crate) fn batch_params(p: &mut Params, limits: &BatchLimits, switchless: &[u32]) {
+    p.insert("batch_max_records".into(), Value::from(limits.max_records));
+    p.insert("batch_max_bytes".into(), Value::from(limits.max_bytes));
+    p.insert(
+        "batch_queue_bytes".into(),
+        Value::from(limits.max_queued_bytes),
+    );
+    if switchless.contains(&Call::ReproduceSslContextBatch.into()) {
+        p.insert(
+            "switchless_slot_bytes".into(),
+            Value::from(limits.max_request_bytes()),
+        );
+    }
+}
+
 fn switchless_names(ids: &[u32]) -> String {
     if ids.is_empty() {
         return "none".to_owned();
@@ -426,12 +443,7 @@ impl TlsMiddlebox {
         p.insert("flows".into(), Value::from(plan.flows));
         if let Some((limits, batches, records)) = o.batching {
             p.insert("batched".into(), Value::from(true));
-            p.insert("batch_max_records".into(), Value::from(limits.max_records));
-            p.insert("batch_max_bytes".into(), Value::from(limits.max_bytes));
-            p.insert(
-                "batch_queue_bytes".into(),
-                Value::from(limits.max_queued_bytes),
-            );
+            batch_params(&mut p, &limits, &o.switchless);
             if let Some(raised) = o.serving_priority {
                 // Whether the inspection threads ran ahead of the relay's (`batch::serve`).
                 p.insert(
@@ -455,16 +467,6 @@ impl TlsMiddlebox {
             p.insert(
                 "switchless_ecalls".into(),
                 Value::from(switchless_names(&o.switchless)),
-            );
-        }
-        if let Some((limits, _, _)) = o.batching
-            && o.switchless
-                .contains(&Call::ReproduceSslContextBatch.into())
-        {
-            // The switchless request slots are sized for a whole batch (`measure`).
-            p.insert(
-                "switchless_slot_bytes".into(),
-                Value::from(limits.max_request_bytes()),
             );
         }
         p
