@@ -573,9 +573,33 @@ pub(crate) fn accept_from(
             ));
         }
         if !busy {
-            std::thread::sleep(Duration::from_millis(2));
+            wait_readable(listener, &pending, IDLE_WAIT);
         }
     }
+}
+
+/// The longest [`accept_from`] waits in one go for a connection or a candidate's bytes
+/// before it looks at the evaluator process and the clock again.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+
+/// Sleeps until the listener has a connection or a candidate has bytes (or has closed), or
+/// `most` has passed: the evaluator is accepted as soon as it presents its token, not at
+/// the next tick of a polling loop. An error of `poll` itself ends the wait early (the
+/// caller's loop looks again).
+fn wait_readable(listener: &TcpListener, pending: &[Candidate], most: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds: Vec<PollFd<'_>> = std::iter::once(PollFd::new(listener, PollFlags::IN))
+        .chain(
+            pending
+                .iter()
+                .map(|c| PollFd::new(&c.stream, PollFlags::IN)),
+        )
+        .collect();
+    let timeout = Timespec {
+        tv_sec: i64::try_from(most.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(most.subsec_nanos()),
+    };
+    let _ = poll(&mut fds, Some(&timeout));
 }
 
 /// A circuit from a Bristol Fashion (or old Bristol) file, or, when no such file exists, from
