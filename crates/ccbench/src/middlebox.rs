@@ -199,8 +199,7 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
         boundary::with_sealing(&ctx, config.builder(&ctx, SERVICE, ecalls, &[])).tcs(MAX_TCS);
     let batch_limits = BatchLimits::default().clamped();
     if setup.selection.batched {
-        // A batch posted switchless fits one request slot (as in the scenario's `ring`).
-        builder = builder.pool_area(batch_limits.max_request_bytes());
+        builder = batch_limits.slots_for_batches(builder);
     }
     let enclave = builder
         .start(registry)

@@ -37,9 +37,10 @@
 //! gates, or the formulas of [`crate::gc`]; three-halves: [`crate::threehalves`]'s
 //! fused kernel on a run of one gate, or its generic formulas), a compiled
 //! sub-circuit to the scheme's [`Scheme::garble_to`] (its tables written into the
-//! channel's send buffer) / [`Scheme::evaluate`] with their fused per-run kernels. The scheme is chosen once per session: the
-//! backends test it once per gate (half-gates' path is otherwise unchanged)
-//! and once per sub-circuit call. Three-halves' secret coins come from the
+//! channel's send buffer) / [`Scheme::evaluate`] with their fused per-run
+//! kernels. The scheme is chosen once per session: the backends test it once
+//! per gate (half-gates' path is otherwise unchanged) and once per sub-circuit
+//! call. Three-halves' secret coins come from the
 //! garbler's own [`Prg`] (the session's, seeded from the OS).
 
 use std::time::{Duration, Instant};

@@ -29,6 +29,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
+use enclave::EnclaveBuilder;
+
 use super::records::ContentType;
 use super::service::{
     BatchVerdicts, Client, ClientError, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, MiddleboxError,
@@ -80,6 +82,14 @@ impl BatchLimits {
     /// most), and the count.
     pub fn max_request_bytes(&self) -> usize {
         self.max_bytes + 13 * self.max_records + 5
+    }
+
+    /// `builder` with switchless request slots that hold a whole batch, as a TCS slot's
+    /// area does: a batch posted switchless goes in one piece, not in a chunked
+    /// conversation with the worker (the SDK passes a switchless call's buffers by
+    /// pointer). No effect without switchless calls.
+    pub fn slots_for_batches(&self, builder: EnclaveBuilder) -> EnclaveBuilder {
+        builder.pool_area(self.max_request_bytes())
     }
 
     /// The limits clamped to what the enclave accepts and to at least one record of any

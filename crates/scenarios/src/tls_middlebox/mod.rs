@@ -369,7 +369,6 @@ pub struct Selection {
     pub batched: bool,
 }
 
-/// The `switchless_ecalls` param: the ecalls' names comma-separated, or `none`.
 /// The batcher's limits as params, and, where the batch call is switchless, the size of
 /// its request slots (sized for a whole batch: [`BatchLimits::max_request_bytes`]).
 pub(crate) fn batch_params(p: &mut Params, limits: &BatchLimits, switchless: &[u32]) {
@@ -387,6 +386,7 @@ pub(crate) fn batch_params(p: &mut Params, limits: &BatchLimits, switchless: &[u
     }
 }
 
+/// The `switchless_ecalls` param: the ecalls' names comma-separated, or `none`.
 fn switchless_names(ids: &[u32]) -> String {
     if ids.is_empty() {
         return "none".to_owned();
@@ -528,10 +528,7 @@ impl TlsMiddlebox {
             boundary::with_sealing(ctx, config.builder(ctx, SERVICE, switchless, &[]))
                 .tcs((2 * plan.flows).clamp(2, MAX_TCS));
         if selection.batched {
-            // A batch posted switchless fits one request slot, as it fits one TCS slot's
-            // area: no chunked conversation with the worker (the SDK passes a switchless
-            // call's buffers by pointer).
-            builder = builder.pool_area(plan.batch.clamped().max_request_bytes());
+            builder = plan.batch.clamped().slots_for_batches(builder);
         }
         let enclave = boundary::start(builder, &registry)?;
         let client = Client::new(&enclave);
