@@ -15,9 +15,9 @@ use harness::{
     Catalog, CircuitChoice, Context, Emit, Preset, RunOptions, ScalingSelection, Scenario,
     ScenarioError,
 };
-use measure::env::{BuildInfo, Env};
+use measure::env::{BuildInfo, Env, MachineTicks};
 use measure::jsonl::{RecordSink, read_records};
-use measure::record::{Body, Check, Record, Verdict};
+use measure::record::{Body, Check, CheckSubject, Record, Verdict};
 use report::verdicts::Verdicts;
 
 use crate::args::{AbArgs, CompareArgs, CompareOpts, ReportArgs, RunArgs, Scaling};
@@ -259,7 +259,20 @@ pub fn run(args: RunArgs, catalog: &Catalog) -> Result<ExitCode> {
     for scenario in &selected {
         bar.scenario(scenario.name());
         let ctx = Context::new(&options, &sink, &bar, &cancel);
-        match scenario.run(&ctx) {
+        let ticks = MachineTicks::read();
+        let result = scenario.run(&ctx);
+        if let Some(check) = steal_check(scenario.name(), ticks, MachineTicks::read()) {
+            if check.verdict != Verdict::Pass {
+                bar.println(&format!("warning: {}", check.message));
+            }
+            sink.emit(&Record::new(
+                scenario.name(),
+                "host",
+                measure::params! {},
+                Body::Check(check),
+            ))?;
+        }
+        match result {
             Ok(()) => bar.println(&format!("{:>12} done", scenario.name())),
             Err(ScenarioError::Cancelled) => {
                 interrupted = true;
@@ -612,10 +625,76 @@ pub fn ab(args: AbArgs) -> Result<ExitCode> {
     Ok(compare_sides(&a, &b, &args.opts))
 }
 
+/// The hypervisor's steal while `scenario` ran, between two `/proc/stat` readings, as a check
+/// of the machine: a warning where at least 5% of the CPU time the machine wanted went to
+/// other guests (its timings are then slower and more variable than the code makes them).
+/// `None` where either reading is unknown.
+fn steal_check(
+    scenario: &str,
+    before: Option<MachineTicks>,
+    after: Option<MachineTicks>,
+) -> Option<Check> {
+    let steal = after?.steal_since(&before?)?;
+    let share = format!(
+        "the hypervisor gave {:.1}% of the CPU time this machine wanted during {scenario} to \
+         other guests ({} of {} ticks)",
+        100.0 * steal.share(),
+        steal.stolen,
+        steal.wanted
+    );
+    let (verdict, message) = if steal.notable() {
+        (
+            Verdict::Warn,
+            format!(
+                "{share}: its timings are slower and vary more from run to run than the code \
+                 makes them; compare them with runs of similar steal"
+            ),
+        )
+    } else {
+        (Verdict::Pass, share)
+    };
+    Some(Check {
+        subject: CheckSubject::Machine,
+        ..Check::run("hypervisor steal", verdict, message)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use measure::params;
+
+    #[test]
+    fn steal_over_a_scenario_is_a_check_of_the_machine() {
+        let at = |busy: u64, idle: u64, steal: u64| {
+            MachineTicks::parse(&format!(
+                "cpu  {busy} 0 0 {idle} 0 0 0 {steal} 0 0\ncpu0 0 0 0 0\ncpu1 0 0 0 0\n"
+            ))
+        };
+        let before = at(1000, 1000, 100);
+        // 600 busy, 400 idle, 300 stolen: 300 of the 900 ticks wanted.
+        let c = steal_check("gc-2pc", before, at(1600, 1400, 400)).unwrap();
+        assert_eq!(c.subject, CheckSubject::Machine);
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert!(
+            c.message.starts_with(
+                "the hypervisor gave 33.3% of the CPU time this machine wanted during gc-2pc \
+                 to other guests (300 of 900 ticks): "
+            ),
+            "{}",
+            c.message
+        );
+        // 2 of 1000 wanted: a pass that still says how much.
+        let c = steal_check("x509", before, at(1998, 1400, 102)).unwrap();
+        assert_eq!(c.verdict, Verdict::Pass);
+        assert!(c.message.contains("0.2% of the CPU time"), "{}", c.message);
+        // Unknown or backwards readings: no check.
+        assert!(steal_check("x509", None, before).is_none());
+        assert!(steal_check("x509", at(1600, 1400, 400), before).is_none());
+        // It never fails the run, even under --strict.
+        let v = verdicts(vec![steal_check("s", before, at(1600, 1400, 400)).unwrap()]);
+        assert_eq!(outcome(false, false, &v, true), Outcome::Success);
+    }
 
     fn verdicts(checks: Vec<Check>) -> Verdicts {
         let records: Vec<Record> = checks

@@ -123,6 +123,105 @@ impl Env {
     }
 }
 
+/// The whole machine's CPU time so far, in clock ticks, from `/proc/stat`'s first line.
+///
+/// Two readings bracket a measurement: [`idle_cores_since`](Self::idle_cores_since) says
+/// how much of the machine it left unused, and [`steal_since`](Self::steal_since) how much
+/// of the time its virtual CPUs wanted to run the hypervisor gave to other guests. On a
+/// shared cloud VM the latter is the largest source of run-to-run noise: a run that lost a
+/// third of its CPU time to steal is slower for reasons no code change explains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineTicks {
+    /// Idle, counting iowait.
+    pub idle: u64,
+    /// Steal: time a virtual CPU was ready to run and the hypervisor ran something else.
+    pub steal: u64,
+    /// All of it: user, nice, system, idle, iowait, irq, softirq and steal (guest time is
+    /// already counted in user).
+    pub total: u64,
+    /// The CPUs the line sums over.
+    pub cpus: u64,
+}
+
+/// The steal over an interval between two [`MachineTicks`] readings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Steal {
+    /// Ticks stolen.
+    pub stolen: u64,
+    /// Ticks the machine's CPUs were wanted: busy or stolen (all but idle).
+    pub wanted: u64,
+}
+
+impl Steal {
+    /// The share of the wanted CPU time that was stolen (0 when nothing was wanted).
+    pub fn share(&self) -> f64 {
+        if self.wanted == 0 {
+            0.0
+        } else {
+            self.stolen as f64 / self.wanted as f64
+        }
+    }
+
+    /// Whether the steal is enough to move timings beyond their usual noise: at least 5%
+    /// of the wanted CPU time.
+    pub fn notable(&self) -> bool {
+        self.share() >= 0.05
+    }
+}
+
+impl MachineTicks {
+    /// Reads `/proc/stat`; `None` where it cannot be read or parsed.
+    pub fn read() -> Option<MachineTicks> {
+        MachineTicks::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// Parses `/proc/stat` text: the aggregate `cpu` line (at least user, nice, system and
+    /// idle; kernels before 2.6.11 had no steal field, counted as 0) and the per-CPU lines
+    /// after it.
+    pub fn parse(stat: &str) -> Option<MachineTicks> {
+        let mut lines = stat.lines();
+        let mut f = lines.next()?.split_whitespace();
+        if f.next()? != "cpu" {
+            return None;
+        }
+        // user nice system idle iowait irq softirq steal (guest, guest_nice follow).
+        let v: Vec<u64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        if v.len() < 4 {
+            return None;
+        }
+        let field = |i: usize| v.get(i).copied().unwrap_or(0);
+        let cpus = lines
+            .take_while(|l| l.starts_with("cpu"))
+            .filter(|l| l[3..].starts_with(|c: char| c.is_ascii_digit()))
+            .count() as u64;
+        Some(MachineTicks {
+            idle: field(3) + field(4),
+            steal: field(7),
+            total: v.iter().sum(),
+            cpus,
+        })
+    }
+
+    /// Cores left idle on average since `earlier`; `None` when no tick passed.
+    pub fn idle_cores_since(&self, earlier: &MachineTicks) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total).filter(|&t| t > 0)?;
+        let idle = self.idle.saturating_sub(earlier.idle);
+        Some(idle as f64 / total as f64 * self.cpus as f64)
+    }
+
+    /// The steal since `earlier`; `None` when the counters went backwards (another boot, or
+    /// readings swapped).
+    pub fn steal_since(&self, earlier: &MachineTicks) -> Option<Steal> {
+        let total = self.total.checked_sub(earlier.total)?;
+        let idle = self.idle.checked_sub(earlier.idle)?;
+        let stolen = self.steal.checked_sub(earlier.steal)?;
+        Some(Steal {
+            stolen,
+            wanted: total.saturating_sub(idle),
+        })
+    }
+}
+
 /// Formats a time as RFC 3339 in UTC, to the second.
 pub fn rfc3339_utc(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -188,6 +287,82 @@ mod tests {
         assert!(env.busy());
         env.load_avg_1m = None;
         assert!(!env.busy());
+    }
+
+    /// `/proc/stat` of a 2-CPU VM (kernel 6.18), two readings taken around a busy run.
+    const STAT0: &str = "cpu  6301926 457164 776931 3618513 33477 0 66243 126361 0 0\n\
+        cpu0 3150000 228000 388000 1809000 16700 0 33100 63100 0 0\n\
+        cpu1 3151926 229164 388931 1809513 16777 0 33143 63261 0 0\n\
+        intr 1 2 3\nctxt 99\n";
+    const STAT1: &str = "cpu  6302456 457164 777031 3618900 33477 0 66275 126711 0 0\n\
+        cpu0 1 1 1 1 1 0 1 1 0 0\ncpu1 1 1 1 1 1 0 1 1 0 0\n";
+
+    #[test]
+    fn parses_proc_stat() {
+        let t = MachineTicks::parse(STAT0).unwrap();
+        assert_eq!(t.idle, 3618513 + 33477);
+        assert_eq!(t.steal, 126361);
+        assert_eq!(
+            t.total,
+            6301926 + 457164 + 776931 + 3618513 + 33477 + 66243 + 126361
+        );
+        assert_eq!(t.cpus, 2);
+        // An old kernel without iowait .. steal: idle alone, no steal.
+        let old = MachineTicks::parse("cpu 10 0 5 85\ncpu0 10 0 5 85\n").unwrap();
+        assert_eq!((old.idle, old.steal, old.total, old.cpus), (85, 0, 100, 1));
+        for bad in [
+            "",
+            "intr 1 2\n",
+            "cpu 1 2 3\n",
+            "cpu 1 x 3 4\n",
+            "cpu0 1 2 3 4\n",
+        ] {
+            assert_eq!(MachineTicks::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn steal_and_idle_between_readings() {
+        let (a, b) = (
+            MachineTicks::parse(STAT0).unwrap(),
+            MachineTicks::parse(STAT1).unwrap(),
+        );
+        // 530 user + 100 system + 32 softirq busy, 387 idle, 350 stolen: 1399 ticks.
+        let s = b.steal_since(&a).unwrap();
+        assert_eq!(
+            s,
+            Steal {
+                stolen: 350,
+                wanted: 1012
+            }
+        );
+        assert!((s.share() - 350.0 / 1012.0).abs() < 1e-12);
+        assert!(s.notable());
+        let idle = b.idle_cores_since(&a).unwrap();
+        assert!((idle - 387.0 / 1399.0 * 2.0).abs() < 1e-12);
+        // Backwards counters are no interval; an interval without ticks has no idle share.
+        assert_eq!(a.steal_since(&b), None);
+        assert_eq!(a.idle_cores_since(&a), None);
+        assert_eq!(a.steal_since(&a).unwrap().share(), 0.0);
+        let calm = Steal {
+            stolen: 4,
+            wanted: 100,
+        };
+        assert!(!calm.notable());
+        assert!(
+            Steal {
+                stolen: 5,
+                wanted: 100
+            }
+            .notable()
+        );
+    }
+
+    #[test]
+    fn reads_this_machine() {
+        // Linux always has /proc/stat with at least one CPU line.
+        let t = MachineTicks::read().unwrap();
+        assert!(t.cpus >= 1 && t.total >= t.idle + t.steal);
     }
 
     #[test]

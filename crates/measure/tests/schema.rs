@@ -141,6 +141,19 @@ fn every_kind_validates_and_round_trips() {
     for r in &records {
         assert_valid(&v, r);
     }
+    // Every subject of a check.
+    for subject in [CheckSubject::Published, CheckSubject::Machine] {
+        let r = Record::new(
+            "s",
+            "host",
+            Params::new(),
+            Body::Check(Check {
+                subject,
+                ..Check::run("hypervisor steal", Verdict::Warn, "m")
+            }),
+        );
+        assert_valid(&v, &r);
+    }
 }
 
 #[test]

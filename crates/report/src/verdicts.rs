@@ -2,9 +2,10 @@
 //! not pass and why, and whether the run fails.
 //!
 //! A check has a subject ([`CheckSubject`]): this run's own data, or figures someone published
-//! (a paper's table fed to the same check). Only checks of this run count towards the run's
-//! verdict; a check of published figures is a *finding about the publication*, listed apart and
-//! never a failure of the run, whatever its verdict.
+//! (a paper's table fed to the same check), or the machine's conditions while it ran (the
+//! hypervisor's steal). Only checks of this run count towards the run's verdict; a check of
+//! published figures is a *finding about the publication*, listed apart, and a check of the
+//! machine qualifies the timings; neither is ever a failure of the run, whatever its verdict.
 
 use measure::Record;
 use measure::record::{Body, CheckSubject, Verdict};
@@ -79,6 +80,10 @@ pub struct Verdicts {
     pub published: Counts,
     /// Every check of published figures (findings about the publication), in record order.
     pub findings: Vec<CheckItem>,
+    /// Checks of the machine's conditions, by verdict.
+    pub machine: Counts,
+    /// Checks of the machine's conditions that did not pass, in record order.
+    pub conditions: Vec<CheckItem>,
 }
 
 impl Verdicts {
@@ -117,19 +122,26 @@ impl Verdicts {
                     v.published.add(c.verdict);
                     v.findings.push(item);
                 }
+                CheckSubject::Machine => {
+                    v.machine.add(c.verdict);
+                    if c.verdict != Verdict::Pass {
+                        v.conditions.push(item);
+                    }
+                }
             }
         }
         v
     }
 
     /// Whether the run fails: a check of its own data failed, or (with `strict`) warned.
-    /// Checks of published figures never fail a run.
+    /// Checks of published figures or of the machine never fail a run.
     pub fn fails_run(&self, strict: bool) -> bool {
         self.run.fail > 0 || (strict && self.run.warn > 0)
     }
 
     /// The summary printed at the end of a run: the counts, each check of this run that did
-    /// not pass with its message, then the findings about published figures, labelled as such.
+    /// not pass with its message, the machine's conditions that qualify the timings, then the
+    /// findings about published figures, labelled as such.
     pub fn render_terminal(&self) -> String {
         let mut out = format!("Checks of this run's data: {}\n", self.run.text());
         for i in &self.not_passed {
@@ -139,6 +151,20 @@ impl Verdicts {
                 i.what(),
                 one_line(&i.message)
             ));
+        }
+        if !self.conditions.is_empty() {
+            out.push_str(&format!(
+                "Conditions of the machine (not failures of this run): {}\n",
+                self.machine.text()
+            ));
+            for i in &self.conditions {
+                out.push_str(&format!(
+                    "  {}  {}: {}\n",
+                    verdict_text(i.verdict),
+                    i.what(),
+                    one_line(&i.message)
+                ));
+            }
         }
         if !self.findings.is_empty() {
             out.push_str(&format!(
@@ -219,6 +245,46 @@ mod tests {
         assert!(text.contains("Findings about the published figures (not failures of this run)"));
         assert!(text.contains("  FAIL  b/native: table (size=1): 4587 tx/s"));
         assert_eq!(Verdicts::of_scenario(&records, "b").run, Counts::default());
+    }
+
+    /// The machine's conditions are listed apart and never fail a run, even under --strict.
+    #[test]
+    fn a_warning_about_the_machine_never_fails_the_run() {
+        let steal = |v, m: &str| Check {
+            subject: CheckSubject::Machine,
+            ..Check::run("hypervisor steal", v, m)
+        };
+        let records = vec![
+            check("a", Check::run("ok", Verdict::Pass, "fine")),
+            check("a", steal(Verdict::Warn, "31% stolen")),
+            check("b", steal(Verdict::Pass, "0.4% stolen")),
+        ];
+        let v = Verdicts::of(&records);
+        assert_eq!(v.run.pass, 1);
+        assert_eq!((v.run.warn, v.run.fail), (0, 0));
+        assert_eq!(
+            v.machine,
+            Counts {
+                pass: 1,
+                warn: 1,
+                fail: 0
+            }
+        );
+        assert_eq!(v.conditions.len(), 1);
+        assert!(!v.fails_run(false) && !v.fails_run(true));
+        let text = v.render_terminal();
+        assert!(
+            text.contains("Conditions of the machine (not failures of this run): 1 pass, 1 warn"),
+            "{text}"
+        );
+        assert!(text.contains("  WARN  a/native: hypervisor steal (size=1): 31% stolen\n"));
+        assert!(!text.contains("0.4% stolen"));
+        // Nothing about the machine to say: no section.
+        assert!(
+            !Verdicts::of(&records[..1])
+                .render_terminal()
+                .contains("Conditions")
+        );
     }
 
     #[test]

@@ -425,7 +425,8 @@ pub enum Verdict {
     Fail,
 }
 
-/// What a check judges: this run's own measurements, or figures someone published.
+/// What a check judges: this run's own measurements, figures someone published, or the
+/// machine the run was measured on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckSubject {
@@ -435,6 +436,10 @@ pub enum CheckSubject {
     /// A published table fed to the same check: a `fail` is a finding about the
     /// publication, reported as such, and never fails the run.
     Published,
+    /// The conditions the run was measured under (the hypervisor's steal, say): a `warn`
+    /// qualifies the timings of the scenario it names and never fails the run, even under
+    /// `--strict`, since it says nothing about whether the results agree with each other.
+    Machine,
 }
 
 /// A self-check a scenario ran on its own results (or on published figures).

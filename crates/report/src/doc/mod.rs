@@ -248,6 +248,10 @@ pub(crate) fn build(records: &[Record], opts: &Options, layout: Layout) -> Doc {
                     "check warning: {what}: {}",
                     c.message
                 ))),
+                (CheckSubject::Machine, _) => warnings.push(Block::Warning(format!(
+                    "measured under: {what}: {}",
+                    c.message
+                ))),
                 (CheckSubject::Published, v) => findings.push(Block::Finding(format!(
                     "{} {what}: {}",
                     crate::verdicts::verdict_text(v),

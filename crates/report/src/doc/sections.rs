@@ -43,7 +43,7 @@ pub(super) fn backend_section(
 
     let (own, published): (Vec<_>, Vec<_>) = checks
         .iter()
-        .partition(|(_, c)| c.subject == CheckSubject::Run);
+        .partition(|(_, c)| c.subject != CheckSubject::Published);
     if !own.is_empty() {
         b.blocks.push(Block::Heading(4, "Checks".to_owned()));
         b.blocks.push(Block::Table(check_table(&own)));

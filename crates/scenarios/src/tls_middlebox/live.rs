@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use enclave::{AdvisorConfig, TraceSnapshot};
 use harness::boundary::{self, Config};
 use harness::{Context, ScenarioError};
+use measure::env::MachineTicks;
 use measure::record::{Body, Check, CheckSubject, Table, Value, Verdict};
 
 use super::Selection;
@@ -170,7 +171,7 @@ pub fn serve(
     let upstream = Mutex::new((0u64, Vec::new()));
     let agents = Mutex::new(AgentCounts::default());
     let stopped = || stop.load(Ordering::Relaxed);
-    let ticks0 = super::machine_cpu_ticks();
+    let ticks0 = MachineTicks::read();
     let start = Instant::now();
     std::thread::scope(|s| {
         // Inspection of batched records, off the relay threads.
@@ -263,7 +264,7 @@ pub fn serve(
         agents: agents.into_inner().unwrap_or_else(PoisonError::into_inner),
         book: mb.book().counts(),
         wall: start.elapsed(),
-        idle_cores: super::idle_cores_between(ticks0, super::machine_cpu_ticks()),
+        idle_cores: super::idle_cores_between(ticks0, MachineTicks::read()),
         batching: mb.batcher().map(|b| b.limits()),
     })
 }

@@ -59,6 +59,7 @@ use std::time::Duration;
 use enclave::{
     Advice, AdvisorConfig, Backend, Direction, MAX_TCS, Recommendation, Registry, TraceSnapshot,
 };
+use measure::env::MachineTicks;
 use measure::record::{Body, Cost, CostFigure, Params, Value};
 use measure::sampler::Samples;
 use measure::sweep::available_cores;
@@ -258,39 +259,9 @@ fn process_cpu_ns(pid: Option<u32>) -> Option<u64> {
     cpu_ns_of_stat(&stat, rustix::param::clock_ticks_per_second())
 }
 
-/// The whole machine's CPU time so far, from `/proc/stat`'s first line: `(idle, total,
-/// cpus)` in clock ticks, idle counting iowait, total counting steal (time the hypervisor
-/// gave to others), and the number of CPUs the line sums over. `None` when it cannot be read.
-fn machine_cpu_ticks() -> Option<(u64, u64, u64)> {
-    proc_stat_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
-}
-
-fn proc_stat_ticks(stat: &str) -> Option<(u64, u64, u64)> {
-    let mut lines = stat.lines();
-    let mut f = lines.next()?.split_whitespace();
-    if f.next()? != "cpu" {
-        return None;
-    }
-    // user nice system idle iowait irq softirq steal (guest time is already in user).
-    let v: Vec<u64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
-    if v.len() < 4 {
-        return None;
-    }
-    let cpus = lines
-        .take_while(|l| l.starts_with("cpu"))
-        .filter(|l| l[3..].starts_with(|c: char| c.is_ascii_digit()))
-        .count() as u64;
-    Some((v[3] + v.get(4).copied().unwrap_or(0), v.iter().sum(), cpus))
-}
-
-/// Cores left idle between two [`machine_cpu_ticks`] readings.
-fn idle_cores_between(
-    before: Option<(u64, u64, u64)>,
-    after: Option<(u64, u64, u64)>,
-) -> Option<f64> {
-    let ((i0, t0, _), (i1, t1, cpus)) = (before?, after?);
-    let total = t1.checked_sub(t0).filter(|&t| t > 0)?;
-    Some(i1.saturating_sub(i0) as f64 / total as f64 * cpus as f64)
+/// Cores left idle between two `/proc/stat` readings (unknown where either is).
+fn idle_cores_between(before: Option<MachineTicks>, after: Option<MachineTicks>) -> Option<f64> {
+    after?.idle_cores_since(&before?)
 }
 
 /// The cores spare for switchless workers: those our processes left (`cores - busy`), but
@@ -542,11 +513,11 @@ impl TlsMiddlebox {
         }
         let cpu0 = process_cpu_ns(enclave.pid());
         let own0 = process_cpu_ns(Some(std::process::id()));
-        let ticks0 = machine_cpu_ticks();
+        let ticks0 = MachineTicks::read();
         let wall0 = std::time::Instant::now();
         let r = workload::run_pass(&pass, &endpoints.pki, Some((&mb, &endpoints.trust)), None)?;
         let wall = wall0.elapsed().as_nanos() as f64;
-        let idle_cores = idle_cores_between(ticks0, machine_cpu_ticks());
+        let idle_cores = idle_cores_between(ticks0, MachineTicks::read());
         let since = |now: Option<u64>, then: Option<u64>| Some(now?.saturating_sub(then?));
         let own = since(process_cpu_ns(Some(std::process::id())), own0);
         // Unknown where `/proc` could not be read: then so are the figures made from it. A

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use enclave::{Backend, Enclave, Registry};
+use measure::env::MachineTicks;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, ConnectionTrafficSecrets, ServerConnection};
 
@@ -317,33 +318,29 @@ fn process_cpu_time_is_read_or_unknown() {
     assert!(super::process_cpu_ns(Some(std::process::id())).is_some());
 }
 
-/// The machine's idle cores from two `/proc/stat` readings (iowait idle, steal not), and
-/// the spare cores the advisor gets: never more than the machine left idle, whatever our
-/// own CPU time says (a busy neighbour makes our processes wait, and look light).
+/// The machine's idle cores from two `/proc/stat` readings, and the spare cores the advisor
+/// gets: never more than the machine left idle, whatever our own CPU time says (a busy
+/// neighbour makes our processes wait, and look light).
 #[test]
 fn spare_cores_count_the_whole_machine() {
     let at = |idle: u64, busy: u64| {
-        format!(
+        let text = format!(
             "cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\n\
              cpu1 1 0 0 1 0 0 0 0 0 0\nintr 5\n"
-        )
+        );
+        MachineTicks::parse(&text)
     };
-    let t0 = super::proc_stat_ticks(&at(1000, 1000)).unwrap();
-    assert_eq!(t0, (1000, 2000, 2));
+    let (t0, t1) = (at(1000, 1000), at(1030, 1070));
     // 100 ticks pass: 30 idle, 70 busy, over 2 CPUs: 0.6 cores idle.
-    let t1 = super::proc_stat_ticks(&at(1030, 1070)).unwrap();
-    let idle = super::idle_cores_between(Some(t0), Some(t1)).unwrap();
+    let idle = super::idle_cores_between(t0, t1).unwrap();
     assert!((idle - 0.6).abs() < 1e-9, "{idle}");
-    assert_eq!(super::idle_cores_between(Some(t0), Some(t0)), None);
-    assert_eq!(super::idle_cores_between(None, Some(t1)), None);
-    assert_eq!(super::proc_stat_ticks("intr 5\n"), None);
-    assert_eq!(super::proc_stat_ticks("cpu 1 x 3 4\n"), None);
+    assert_eq!(super::idle_cores_between(t0, t0), None);
+    assert_eq!(super::idle_cores_between(None, t1), None);
     // Our processes kept 0.2 cores busy: 1.8 would look spare, but the machine had 0.6.
     assert_eq!(super::spare_cores(2, Some(0.2), Some(0.6)), Some(0.6));
     assert_eq!(super::spare_cores(2, Some(1.5), Some(0.9)), Some(0.5));
     assert_eq!(super::spare_cores(2, Some(0.2), None), Some(1.8));
     assert_eq!(super::spare_cores(2, None, Some(0.6)), None);
-    assert!(super::machine_cpu_ticks().is_some());
 }
 
 /// The warm-up round is dropped, an unknown round is left out, never timed as 0, and each
