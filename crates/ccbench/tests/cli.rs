@@ -145,7 +145,9 @@ fn sealing_runs_behind_the_sandbox_under_a_transition_model() {
         .filter(|r: &serde_json::Value| r["scenario"] == "sealing")
         .collect();
     assert!(records.iter().any(|r| r["backend"] == "sandbox"));
-    for r in &records {
+    // Every record of the scenario's own says so; the run's check of the machine (the
+    // hypervisor's steal during the scenario) is not one.
+    for r in records.iter().filter(|r| r["subject"] != "machine") {
         assert_eq!(r["params"]["transition_model"], "cycles-1000", "{r}");
     }
     let key = dir.path().join("keys");
