@@ -25,8 +25,20 @@ pub struct CodecError {
 
 /// Decodes exactly one `T` from `bytes`: truncated input and trailing bytes are errors.
 pub fn decode<T: Decode>(what: &'static str, bytes: &[u8]) -> Result<T, CodecError> {
+    decode_in_place(what, bytes, |input| T::decode(input))
+}
+
+/// Decodes exactly one value from `bytes` with `read`, which may borrow from them: a
+/// service that only reads a large payload (records to decrypt, a blob to hash) reads it
+/// where the request lies instead of copying it into a `Vec` first. Truncated input and
+/// trailing bytes are errors, as in [`decode`].
+pub fn decode_in_place<'a, T>(
+    what: &'static str,
+    bytes: &'a [u8],
+    read: impl FnOnce(&mut &'a [u8]) -> Result<T, parity_scale_codec::Error>,
+) -> Result<T, CodecError> {
     let mut rest = bytes;
-    let value = T::decode(&mut rest).map_err(|e| CodecError {
+    let value = read(&mut rest).map_err(|e| CodecError {
         what,
         reason: e.to_string(),
     })?;
@@ -37,6 +49,18 @@ pub fn decode<T: Decode>(what: &'static str, bytes: &[u8]) -> Result<T, CodecErr
         });
     }
     Ok(value)
+}
+
+/// Reads what a `Vec<u8>` encodes to (a compact length, then the bytes) from `input`,
+/// borrowing the bytes: for [`decode_in_place`].
+pub fn bytes_in_place<'a>(input: &mut &'a [u8]) -> Result<&'a [u8], parity_scale_codec::Error> {
+    let len = parity_scale_codec::Compact::<u32>::decode(input)?.0 as usize;
+    if input.len() < len {
+        return Err("Not enough data to fill buffer".into());
+    }
+    let (bytes, rest) = input.split_at(len);
+    *input = rest;
+    Ok(bytes)
 }
 
 impl From<CodecError> for enclave::ServiceError {
@@ -139,6 +163,41 @@ mod tests {
         n: u64,
         xs: Vec<f64>,
         name: String,
+    }
+
+    /// A payload read in place is the one `Vec<u8>` decoding would copy, and fails where it
+    /// fails.
+    #[test]
+    fn bytes_read_in_place_agree_with_decoding_a_vec() {
+        let read = |b: &[u8]| {
+            decode_in_place("pair", b, |i| {
+                let n = u64::decode(i)?;
+                Ok((n, bytes_in_place(i)?.to_vec()))
+            })
+        };
+        for len in [0usize, 1, 63, 64, 16_383, 16_384, 70_000] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let bytes = (9u64, payload.clone()).encode();
+            assert_eq!(read(&bytes), Ok((9, payload)));
+            assert_eq!(read(&bytes), decode::<(u64, Vec<u8>)>("pair", &bytes));
+            for cut in [0, 1, 8, 9, bytes.len() / 2, bytes.len() - 1] {
+                if cut < bytes.len() {
+                    let (a, b) = (
+                        read(&bytes[..cut]),
+                        decode::<(u64, Vec<u8>)>("pair", &bytes[..cut]),
+                    );
+                    assert!(a.is_err() && b.is_err(), "cut at {cut} of {len}");
+                }
+            }
+            let mut long = bytes.clone();
+            long.push(1);
+            assert_eq!(read(&long).unwrap_err().reason, "1 trailing byte(s)");
+        }
+        // A length past the end (here 2^30 - 1, in compact's four-byte mode) is an error,
+        // not a panic or an allocation.
+        let mut huge = 9u64.encode();
+        huge.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 1, 2, 3]);
+        assert!(read(&huge).is_err());
     }
 
     #[test]

@@ -47,7 +47,7 @@ use hpke::kdf::HkdfSha256;
 use hpke::kem::X25519HkdfSha256;
 use hpke::{Deserializable, Kem, OpModeR, OpModeS, Serializable};
 
-use super::keys::{Direction, KeyBlock, MASTER_SECRET_LEN, MasterSecret, OpenError, Opener, wipe};
+use super::keys::{Direction, KeyBlock, MASTER_SECRET_LEN, MasterSecret, OpenError, Opener, clear};
 use super::records::{self, ContentType};
 use harness::codec::{self, Decode, Encode};
 
@@ -322,6 +322,48 @@ pub struct RecordBatch {
     pub records: Vec<RecordIn>,
 }
 
+/// A [`RecordIn`] read in place from a request's bytes: the enclave's copy of the request
+/// (the boundary's `[in]` copy) is the only one it makes of a record; the decryption reads
+/// the ciphertext from there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RecordView<'a> {
+    pub(super) flow: u64,
+    pub(super) direction: Direction,
+    pub(super) record: &'a [u8],
+}
+
+impl<'a> RecordView<'a> {
+    /// Reads one record as [`RecordIn`] encodes it.
+    fn read(input: &mut &'a [u8]) -> Result<Self, parity_scale_codec::Error> {
+        Ok(RecordView {
+            flow: u64::decode(input)?,
+            direction: Direction::decode(input)?,
+            record: codec::bytes_in_place(input)?,
+        })
+    }
+
+    /// `reproduce_ssl_context`'s request, as [`RecordIn`] would decode.
+    pub(super) fn decode(what: &'static str, bytes: &'a [u8]) -> Result<Self, codec::CodecError> {
+        codec::decode_in_place(what, bytes, Self::read)
+    }
+
+    /// `reproduce_ssl_context_batch`'s request, as [`RecordBatch`] would decode.
+    pub(super) fn decode_batch(
+        what: &'static str,
+        bytes: &'a [u8],
+    ) -> Result<Vec<Self>, codec::CodecError> {
+        codec::decode_in_place(what, bytes, |input| {
+            let n = parity_scale_codec::Compact::<u32>::decode(input)?.0 as usize;
+            // Every record takes at least 10 bytes: no count reserves more than the input.
+            let mut records = Vec::with_capacity(n.min(input.len() / 10));
+            for _ in 0..n {
+                records.push(Self::read(input)?);
+            }
+            Ok(records)
+        })
+    }
+}
+
 /// `reproduce_ssl_context_batch`'s reply: one outcome per record, in the batch's order.
 pub type BatchVerdicts = Vec<Result<Verdict, MiddleboxError>>;
 
@@ -439,25 +481,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 thread_local! {
-    /// Each enclave thread's decryption buffer: empty and overwritten between calls (see
-    /// [`Wiped`]), so no plaintext outlives the record it came from.
+    /// Each enclave thread's decryption buffer: all zeros between calls (see [`Wiped`]), so
+    /// no plaintext outlives the record it came from. It keeps its length, so that the next
+    /// record is decrypted into it without zeroing it first.
     static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The decryption buffer while one record uses it; wiped when dropped, on every path out
-/// (a refused record and a panic included).
-struct Wiped<'a>(&'a mut Vec<u8>);
+/// The decryption buffer while one record uses it: its first `upto` bytes (all a record's
+/// plaintext can take) are overwritten with zeros when dropped, on every path out (a
+/// refused record and a panic included).
+struct Wiped<'a> {
+    buf: &'a mut Vec<u8>,
+    upto: usize,
+}
 
 impl Drop for Wiped<'_> {
     fn drop(&mut self) {
-        wipe(self.0);
+        let n = self.upto.min(self.buf.len());
+        clear(&mut self.buf[..n]);
     }
 }
 
-/// The length of this thread's decryption buffer: for tests that it is empty after a call.
+/// This thread's decryption buffer: its length and whether it holds nothing but zeros (for
+/// tests that it was used and that no plaintext is left after a call).
 #[cfg(test)]
-pub(super) fn decryption_buffer_len() -> usize {
-    BUF.with_borrow(|b| b.len())
+pub(super) fn decryption_buffer() -> (usize, bool) {
+    BUF.with_borrow(|b| (b.len(), b.iter().all(|&x| x == 0)))
 }
 
 type Reply<T> = Result<T, MiddleboxError>;
@@ -602,10 +651,10 @@ impl MiddleboxService {
         Ok(())
     }
 
-    fn reproduce(&self, r: RecordIn) -> Reply<Verdict> {
+    fn reproduce(&self, r: RecordView<'_>) -> Reply<Verdict> {
         let f = self.flow(r.flow)?;
         // The enclave trusts nothing about the host's framing: one whole record, no more.
-        let (ct, version, total) = records::header(&r.record)
+        let (ct, version, total) = records::header(r.record)
             .map_err(|e| MiddleboxError::BadRecord(e.to_string()))?
             .ok_or_else(|| MiddleboxError::BadRecord("shorter than a header".into()))?;
         if total != r.record.len() {
@@ -625,9 +674,13 @@ impl MiddleboxService {
             flow: r.flow,
             direction: r.direction,
         })?;
+        let fragment = &r.record[records::HEADER_LEN..];
         BUF.with_borrow_mut(|buf| {
-            let buf = Wiped(buf);
-            let plain = match opener.open(ct, version, &r.record[records::HEADER_LEN..], buf.0) {
+            let buf = Wiped {
+                buf,
+                upto: fragment.len(),
+            };
+            let plain = match opener.open(ct, version, fragment, buf.buf) {
                 Ok(p) => p,
                 Err(error) => {
                     if error == OpenError::Authentication {
@@ -657,15 +710,15 @@ impl MiddleboxService {
         })
     }
 
-    fn reproduce_batch(&self, b: RecordBatch) -> Reply<BatchVerdicts> {
-        let bytes: usize = b.records.iter().map(|r| r.record.len()).sum();
-        if b.records.len() > MAX_BATCH_RECORDS || bytes > MAX_BATCH_BYTES {
+    fn reproduce_batch(&self, records: Vec<RecordView<'_>>) -> Reply<BatchVerdicts> {
+        let bytes: usize = records.iter().map(|r| r.record.len()).sum();
+        if records.len() > MAX_BATCH_RECORDS || bytes > MAX_BATCH_BYTES {
             return Err(MiddleboxError::BatchTooLarge {
-                records: b.records.len() as u64,
+                records: records.len() as u64,
                 bytes: bytes as u64,
             });
         }
-        Ok(b.records.into_iter().map(|r| self.reproduce(r)).collect())
+        Ok(records.into_iter().map(|r| self.reproduce(r)).collect())
     }
 
     fn call(&self, call: Call, input: &[u8], ctx: &Ctx<'_>) -> Result<Vec<u8>, ServiceError> {
@@ -686,9 +739,11 @@ impl MiddleboxService {
                 .init_tls(codec::decode("hello randoms", input)?)
                 .encode(),
             Call::StartTlsProcess => self.start_tls(codec::decode("start tls", input)?).encode(),
-            Call::ReproduceSslContext => self.reproduce(codec::decode("record", input)?).encode(),
+            Call::ReproduceSslContext => self
+                .reproduce(RecordView::decode("record", input)?)
+                .encode(),
             Call::ReproduceSslContextBatch => self
-                .reproduce_batch(codec::decode("record batch", input)?)
+                .reproduce_batch(RecordView::decode_batch("record batch", input)?)
                 .encode(),
         })
     }

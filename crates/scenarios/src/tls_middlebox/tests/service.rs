@@ -114,7 +114,8 @@ fn the_service_decrypts_and_inspects_captured_traffic() {
     assert_eq!(matches, 3);
     assert_eq!(app, 5);
     // The native backend decrypted on this thread: its buffer holds no plaintext now.
-    assert_eq!(super::super::service::decryption_buffer_len(), 0);
+    let (len, zeros) = super::super::service::decryption_buffer();
+    assert!(len > 0 && zeros, "{len} bytes, all zero: {zeros}");
     let r = c.set_info_flow(&FlowInfo::Close { flow: 7 }).unwrap();
     let counts = r.counts.unwrap();
     assert_eq!(counts[0].app_records, 4);
@@ -592,5 +593,84 @@ fn concurrent_submitters_each_get_their_own_outcomes() {
             .sum();
         assert_eq!(records, expected, "served: {served}");
         assert!(batches >= expected.div_ceil(4), "{batches}");
+    }
+}
+
+mod in_place {
+    use super::super::super::service::{RecordBatch, RecordView};
+    use super::*;
+    use harness::codec::{self, Encode};
+    use proptest::prelude::*;
+
+    fn record() -> impl Strategy<Value = RecordIn> {
+        (
+            any::<u64>(),
+            any::<bool>(),
+            prop::collection::vec(any::<u8>(), 0..300),
+        )
+            .prop_map(|(flow, s2c, record)| RecordIn {
+                flow,
+                direction: if s2c {
+                    Direction::ServerToClient
+                } else {
+                    Direction::ClientToServer
+                },
+                record,
+            })
+    }
+
+    fn view(r: &RecordIn) -> RecordView<'_> {
+        RecordView {
+            flow: r.flow,
+            direction: r.direction,
+            record: &r.record,
+        }
+    }
+
+    proptest! {
+        /// The enclave reads a batch in place exactly as the owned decoding would: the same
+        /// records from an encoding, and an error wherever the owned decoding fails (a cut,
+        /// a byte changed, bytes added).
+        #[test]
+        fn batches_read_in_place_as_they_decode(
+            records in prop::collection::vec(record(), 0..12),
+            cut in any::<prop::sample::Index>(),
+            flip in any::<(prop::sample::Index, u8)>(),
+            extra in prop::collection::vec(any::<u8>(), 1..4),
+        ) {
+            let batch = RecordBatch { records };
+            let bytes = batch.encode();
+            let read = RecordView::decode_batch("b", &bytes).unwrap();
+            prop_assert_eq!(read, batch.records.iter().map(view).collect::<Vec<_>>());
+            let agree = |b: &[u8]| {
+                let owned = codec::decode::<RecordBatch>("b", b);
+                let placed = RecordView::decode_batch("b", b);
+                match (owned, placed) {
+                    (Ok(o), Ok(p)) => o.records.iter().map(view).collect::<Vec<_>>() == p,
+                    (Err(o), Err(p)) => o.what == p.what,
+                    _ => false,
+                }
+            };
+            prop_assert!(agree(&bytes[..cut.index(bytes.len() + 1)]));
+            let mut changed = bytes.clone();
+            if !changed.is_empty() {
+                let i = flip.0.index(changed.len());
+                changed[i] ^= flip.1;
+            }
+            prop_assert!(agree(&changed));
+            let mut longer = bytes.clone();
+            longer.extend_from_slice(&extra);
+            prop_assert!(agree(&longer));
+        }
+
+        /// And a single record likewise.
+        #[test]
+        fn records_read_in_place_as_they_decode(r in record(), cut in any::<prop::sample::Index>()) {
+            let bytes = r.encode();
+            prop_assert_eq!(RecordView::decode("r", &bytes).unwrap(), view(&r));
+            let short = &bytes[..cut.index(bytes.len())];
+            prop_assert!(RecordView::decode("r", short).is_err());
+            prop_assert!(codec::decode::<RecordIn>("r", short).is_err());
+        }
     }
 }
