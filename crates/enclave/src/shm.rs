@@ -66,47 +66,6 @@ pub(crate) const H_STATUS: usize = 12;
 pub(crate) const H_N_TCS: usize = 16;
 pub(crate) const H_N_EPOOL: usize = 20;
 pub(crate) const H_N_OPOOL: usize = 24;
-/// A message's payload as the sender holds it: one slice, or pieces whose concatenation
-/// it is (a header and the buffers it frames), copied into the mailbox piece by piece so
-/// that the sender need not join them first.
-#[derive(Debug, Clone, Copy)]
-pub enum Payload<'a> {
-    /// One slice.
-    One(&'a [u8]),
-    /// The concatenation of these.
-    Pieces(&'a [&'a [u8]]),
-}
-
-impl<'a> Payload<'a> {
-    /// Bytes in all.
-    pub fn len(&self) -> usize {
-        match self {
-            Payload::One(b) => b.len(),
-            Payload::Pieces(p) => p.iter().map(|b| b.len()).sum(),
-        }
-    }
-
-    /// The pieces in order.
-    fn pieces(&self) -> &[&'a [u8]] {
-        match self {
-            Payload::One(b) => std::slice::from_ref(b),
-            Payload::Pieces(p) => p,
-        }
-    }
-}
-
-impl<'a> From<&'a [u8]> for Payload<'a> {
-    fn from(b: &'a [u8]) -> Self {
-        Payload::One(b)
-    }
-}
-
-impl<'a> From<&'a Vec<u8>> for Payload<'a> {
-    fn from(b: &'a Vec<u8>) -> Self {
-        Payload::One(b)
-    }
-}
-
 pub(crate) const H_AREA: usize = 28;
 pub(crate) const H_POOL_AREA: usize = 32;
 pub(crate) const H_TWORKERS: usize = 36;
@@ -314,37 +273,6 @@ impl Shm {
         }
     }
 
-    /// Copies bytes `start .. start + n` of `data` (their concatenation, if in pieces) into
-    /// the mapping at `off`.
-    pub fn write_payload(&self, off: usize, data: Payload<'_>, start: usize, n: usize) {
-        self.check(off, n, 1);
-        let mut at = 0; // where the current piece starts in the concatenation
-        let mut to = off;
-        for piece in data.pieces() {
-            let end = at + piece.len();
-            let (from, until) = (start.max(at), (start + n).min(end));
-            if from < until {
-                let src = &piece[from - at..until - at];
-                // SAFETY: `check` put `off .. off + n` inside the mapping, and the pieces
-                // copied are `start .. start + n` of the concatenation in order, so `to`
-                // stays within it; the source is a distinct Rust slice, so the ranges
-                // cannot overlap. Only the side holding the turn writes its mailbox.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        src.as_ptr(),
-                        self.ptr.as_ptr().add(to),
-                        src.len(),
-                    )
-                };
-                to += src.len();
-            }
-            at = end;
-            if at >= start + n {
-                break;
-            }
-        }
-    }
-
     /// Copies from the mapping at `off` into `dst`.
     pub fn read(&self, off: usize, dst: &mut [u8]) {
         self.check(off, dst.len(), 1);
@@ -542,7 +470,7 @@ impl<'a> Channel<'a> {
     }
 
     /// Writes a message into `me`'s mailbox (does not pass the turn).
-    fn write_msg(&self, me: Side, h: &RawHeader, data: Payload<'_>, start: usize) {
+    fn write_msg(&self, me: Side, h: &RawHeader, data: &[u8]) {
         let mb = self.mailbox(me);
         let s = self.shm;
         s.u32(mb).store(h.kind, Ordering::Relaxed);
@@ -551,8 +479,8 @@ impl<'a> Channel<'a> {
         s.u32(mb + 12).store(h.chunk_len, Ordering::Relaxed);
         s.u64(mb + 16).store(h.total_len, Ordering::Relaxed);
         s.u64(mb + 24).store(h.t_ns, Ordering::Relaxed);
-        if h.chunk_len > 0 {
-            s.write_payload(mb + 64, data, start, h.chunk_len as usize);
+        if !data.is_empty() {
+            s.write(mb + 64, data);
         }
     }
 
@@ -618,7 +546,7 @@ impl<'a> Channel<'a> {
         id: u32,
         status: Status,
         t_ns: u64,
-        data: Payload<'_>,
+        data: &[u8],
     ) -> usize {
         let n = data.len().min(self.area);
         self.write_msg(
@@ -631,8 +559,7 @@ impl<'a> Channel<'a> {
                 total_len: data.len() as u64,
                 t_ns,
             },
-            data,
-            0,
+            &data[..n],
         );
         n
     }
@@ -641,7 +568,7 @@ impl<'a> Channel<'a> {
     pub fn send_rest(
         &self,
         me: Side,
-        data: Payload<'_>,
+        data: &[u8],
         mut sent: usize,
         w: &Waiter<'_>,
     ) -> Result<(), ConvError> {
@@ -663,8 +590,7 @@ impl<'a> Channel<'a> {
                     total_len: data.len() as u64,
                     ..Default::default()
                 },
-                data,
-                sent,
+                &data[sent..sent + n],
             );
             sent += n;
             self.pass_turn(me);
@@ -681,7 +607,7 @@ impl<'a> Channel<'a> {
         id: u32,
         status: Status,
         t_ns: u64,
-        data: Payload<'_>,
+        data: &[u8],
         w: &Waiter<'_>,
     ) -> Result<(), ConvError> {
         let sent = self.write_first(me, kind, id, status, t_ns, data);
@@ -705,8 +631,7 @@ impl<'a> Channel<'a> {
                     kind: Kind::Ack.code(),
                     ..Default::default()
                 },
-                Payload::One(&[]),
-                0,
+                &[],
             );
             self.pass_turn(me);
             let h = self.recv(me, w)?;

@@ -26,8 +26,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rustix::thread::futex;
 
 use crate::shm::{
-    CLAIM_BUSY, CLAIM_FREE, CLAIM_POSTED, CLAIM_TAKEN, Channel, Layout, Payload, Shm, Side,
-    wake_all,
+    CLAIM_BUSY, CLAIM_FREE, CLAIM_POSTED, CLAIM_TAKEN, Channel, Layout, Shm, Side, wake_all,
 };
 use crate::wire::{Kind, Status};
 
@@ -105,7 +104,7 @@ impl<'a> Pool<'a> {
         &self,
         kind: Kind,
         id: u32,
-        input: Payload<'_>,
+        input: &[u8],
         retries_before_fallback: u32,
         hint: usize,
     ) -> Option<(Channel<'a>, usize)> {

@@ -287,54 +287,6 @@ fn panicking_service_is_an_error_for_that_call() {
     }
 }
 
-/// Input in pieces arrives as their concatenation on both backends, regular and switchless,
-/// however the pieces fall across the chunks of a 64 KiB slot (the sandbox copies them into
-/// the slot one by one).
-fn pieces_arrive_as_their_concatenation() {
-    let big: Vec<u8> = (0..200_000u32).map(|i| (i * 13 % 251) as u8).collect();
-    let cases: Vec<Vec<&[u8]>> = vec![
-        vec![],
-        vec![b""],
-        vec![b"a", b"", b"bc"],
-        vec![&big[..65_535], &big[65_535..65_536], &big[65_536..65_539]],
-        vec![&big[..1], &big[1..131_073], b"", &big[131_073..]],
-        vec![&big[..65_536], &big[65_536..131_072]],
-    ];
-    for backend in [Backend::Native, Backend::Sandbox] {
-        for switchless in [false, true] {
-            let mut b = Enclave::builder("test")
-                .backend(backend)
-                .slot_area(64 << 10)
-                .pool_area(64 << 10);
-            if switchless {
-                b = b.switchless(SwitchlessConfig {
-                    num_tworkers: 1,
-                    num_uworkers: 0,
-                    retries_before_fallback: 50_000_000,
-                    ecalls: vec![ECHO],
-                    ..Default::default()
-                });
-            }
-            let e = b.start(&registry()).unwrap();
-            for pieces in &cases {
-                let want = pieces.concat();
-                assert_eq!(
-                    e.ecall_pieces(ECHO, pieces).unwrap(),
-                    want,
-                    "{backend:?}, switchless {switchless}, pieces of {:?} bytes",
-                    pieces.iter().map(|p| p.len()).collect::<Vec<_>>()
-                );
-            }
-            if switchless && backend == Backend::Sandbox {
-                // Through the worker's pool slots, not a fallback to a regular call.
-                let t = e.trace();
-                let echo = t.get(Direction::Ecall, ECHO).unwrap();
-                assert_eq!(echo.switchless_hits, cases.len() as u64);
-            }
-        }
-    }
-}
-
 fn switchless_hits_with_idle_workers() {
     let e = Enclave::builder("test")
         .switchless(SwitchlessConfig {
@@ -714,10 +666,6 @@ fn main() {
             a_call_past_its_limit_fails_and_ends_the_enclave,
         ),
         ("chunked_payloads", chunked_payloads),
-        (
-            "pieces_arrive_as_their_concatenation",
-            pieces_arrive_as_their_concatenation,
-        ),
         ("hammer_8_threads_4_tcs", hammer_8_threads_4_tcs),
         (
             "seccomp_denies_open_and_socket",

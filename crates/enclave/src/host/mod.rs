@@ -34,7 +34,6 @@ use crate::model::TransitionModel;
 use crate::ocall::{LogEntry, OcallHandler, OcallTable};
 use crate::seal::{DEFAULT_SIGNER, RootKey};
 use crate::service::Registry;
-use crate::shm::Payload;
 use crate::switchless::SwitchlessConfig;
 use crate::trace::{Trace, TraceSnapshot};
 
@@ -372,19 +371,7 @@ impl Enclave {
     pub fn ecall(&self, call_id: u32, input: &[u8]) -> Result<Vec<u8>, Error> {
         match &self.imp {
             Imp::Native(n) => self.native_ecall(n, call_id, input),
-            Imp::Sandbox(s) => s.ecall(self, call_id, Payload::One(input)),
-        }
-    }
-
-    /// [`ecall`](Self::ecall) with the input in pieces (a request's header and the buffers
-    /// it frames, say): the service receives their concatenation, copied in piece by piece,
-    /// so the caller need not join them first. The sandbox copies each byte once, as
-    /// `ecall` does; the native backend, which hands the service the caller's own bytes,
-    /// joins the pieces first.
-    pub fn ecall_pieces(&self, call_id: u32, pieces: &[&[u8]]) -> Result<Vec<u8>, Error> {
-        match &self.imp {
-            Imp::Native(n) => self.native_ecall(n, call_id, &pieces.concat()),
-            Imp::Sandbox(s) => s.ecall(self, call_id, Payload::Pieces(pieces)),
+            Imp::Sandbox(s) => s.ecall(self, call_id, input),
         }
     }
 

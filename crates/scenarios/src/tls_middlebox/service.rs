@@ -827,18 +827,13 @@ impl<'e> Client<'e> {
     }
 
     fn call<T: Decode>(&self, call: Call, input: &impl Encode) -> Result<T, ClientError> {
-        let out = self.enclave.ecall(call.into(), &input.encode());
-        Self::reply(call, out)
-    }
-
-    fn reply<T: Decode>(
-        call: Call,
-        out: Result<Vec<u8>, enclave::Error>,
-    ) -> Result<T, ClientError> {
-        let out = out.map_err(|source| ClientError::Boundary {
-            call: call.name(),
-            source,
-        })?;
+        let out = self
+            .enclave
+            .ecall(call.into(), &input.encode())
+            .map_err(|source| ClientError::Boundary {
+                call: call.name(),
+                source,
+            })?;
         Ok(codec::decode::<Result<T, MiddleboxError>>(
             call.name(),
             &out,
@@ -880,52 +875,11 @@ impl<'e> Client<'e> {
         self.call(Call::ReproduceSslContext, record)
     }
 
-    /// `reproduce_ssl_context_batch`: records in, one verdict or refusal each out. The
-    /// request goes in as pieces, its framing and the records where they lie
-    /// ([`batch_pieces`]), so that each record is copied once, into the enclave, and not
-    /// into an encoded request first.
+    /// `reproduce_ssl_context_batch`: records in, one verdict or refusal each out.
     pub fn reproduce_ssl_context_batch(
         &self,
         batch: &RecordBatch,
     ) -> Result<BatchVerdicts, ClientError> {
-        let (framing, ends) = batch_framing(&batch.records);
-        let pieces = batch_pieces(&framing, &ends, &batch.records);
-        let call = Call::ReproduceSslContextBatch;
-        Self::reply(call, self.enclave.ecall_pieces(call.into(), &pieces))
+        self.call(Call::ReproduceSslContextBatch, batch)
     }
-}
-
-/// The framing of a [`RecordBatch`]'s encoding without its records: the count, then each
-/// record's flow, direction and length; and where each record's framing ends in it.
-pub(super) fn batch_framing(records: &[RecordIn]) -> (Vec<u8>, Vec<usize>) {
-    let mut framing = Vec::with_capacity(5 + 14 * records.len());
-    parity_scale_codec::Compact(records.len() as u32).encode_to(&mut framing);
-    let ends = records
-        .iter()
-        .map(|r| {
-            r.flow.encode_to(&mut framing);
-            r.direction.encode_to(&mut framing);
-            parity_scale_codec::Compact(r.record.len() as u32).encode_to(&mut framing);
-            framing.len()
-        })
-        .collect();
-    (framing, ends)
-}
-
-/// The pieces whose concatenation is the batch's encoding: each record's framing, then the
-/// record itself.
-pub(super) fn batch_pieces<'a>(
-    framing: &'a [u8],
-    ends: &[usize],
-    records: &'a [RecordIn],
-) -> Vec<&'a [u8]> {
-    let mut pieces = Vec::with_capacity(2 * records.len() + 1);
-    let mut from = 0;
-    for (&end, r) in ends.iter().zip(records) {
-        pieces.push(&framing[from..end]);
-        pieces.push(&r.record[..]);
-        from = end;
-    }
-    pieces.push(&framing[from..]);
-    pieces
 }

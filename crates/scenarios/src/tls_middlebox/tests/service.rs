@@ -663,15 +663,6 @@ mod in_place {
             prop_assert!(agree(&longer));
         }
 
-        /// The pieces the host sends a batch in join to the batch's encoding.
-        #[test]
-        fn batch_pieces_join_to_the_encoding(records in prop::collection::vec(record(), 0..12)) {
-            let batch = RecordBatch { records };
-            let (framing, ends) = super::super::super::service::batch_framing(&batch.records);
-            let pieces = super::super::super::service::batch_pieces(&framing, &ends, &batch.records);
-            prop_assert_eq!(pieces.concat(), batch.encode());
-        }
-
         /// And a single record likewise.
         #[test]
         fn records_read_in_place_as_they_decode(r in record(), cut in any::<prop::sample::Index>()) {
