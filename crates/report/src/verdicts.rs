@@ -144,43 +144,34 @@ impl Verdicts {
     /// findings about published figures, labelled as such.
     pub fn render_terminal(&self) -> String {
         let mut out = format!("Checks of this run's data: {}\n", self.run.text());
-        for i in &self.not_passed {
-            out.push_str(&format!(
-                "  {}  {}: {}\n",
-                verdict_text(i.verdict),
-                i.what(),
-                one_line(&i.message)
-            ));
-        }
+        list(&mut out, &self.not_passed);
         if !self.conditions.is_empty() {
             out.push_str(&format!(
                 "Conditions of the machine (not failures of this run): {}\n",
                 self.machine.text()
             ));
-            for i in &self.conditions {
-                out.push_str(&format!(
-                    "  {}  {}: {}\n",
-                    verdict_text(i.verdict),
-                    i.what(),
-                    one_line(&i.message)
-                ));
-            }
+            list(&mut out, &self.conditions);
         }
         if !self.findings.is_empty() {
             out.push_str(&format!(
                 "Findings about the published figures (not failures of this run): {}\n",
                 self.published.text()
             ));
-            for i in &self.findings {
-                out.push_str(&format!(
-                    "  {}  {}: {}\n",
-                    verdict_text(i.verdict),
-                    i.what(),
-                    one_line(&i.message)
-                ));
-            }
+            list(&mut out, &self.findings);
         }
         out
+    }
+}
+
+/// One line per check: `  VERDICT  what: message`.
+fn list(out: &mut String, items: &[CheckItem]) {
+    for i in items {
+        out.push_str(&format!(
+            "  {}  {}: {}\n",
+            verdict_text(i.verdict),
+            i.what(),
+            one_line(&i.message)
+        ));
     }
 }
 
