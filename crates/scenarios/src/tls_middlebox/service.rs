@@ -326,10 +326,13 @@ pub struct RecordBatch {
 /// (the boundary's `[in]` copy) is the only one it makes of a record; the decryption reads
 /// the ciphertext from there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct RecordView<'a> {
-    pub(super) flow: u64,
-    pub(super) direction: Direction,
-    pub(super) record: &'a [u8],
+pub struct RecordView<'a> {
+    /// The flow.
+    pub flow: u64,
+    /// Its direction.
+    pub direction: Direction,
+    /// Header and fragment, where the request holds them.
+    pub record: &'a [u8],
 }
 
 impl<'a> RecordView<'a> {
@@ -343,12 +346,12 @@ impl<'a> RecordView<'a> {
     }
 
     /// `reproduce_ssl_context`'s request, as [`RecordIn`] would decode.
-    pub(super) fn decode(what: &'static str, bytes: &'a [u8]) -> Result<Self, codec::CodecError> {
+    pub fn decode(what: &'static str, bytes: &'a [u8]) -> Result<Self, codec::CodecError> {
         codec::decode_in_place(what, bytes, Self::read)
     }
 
     /// `reproduce_ssl_context_batch`'s request, as [`RecordBatch`] would decode.
-    pub(super) fn decode_batch(
+    pub fn decode_batch(
         what: &'static str,
         bytes: &'a [u8],
     ) -> Result<Vec<Self>, codec::CodecError> {
