@@ -118,10 +118,20 @@ pub const GATE_BLOCK: usize = 1 << 16;
 /// repetition garbles into one table buffer of `32 bytes x` the block's AND
 /// gates (touched before timing; the kernels write the tables in place, as a
 /// session's channel takes them) and is then evaluated from it (copied
-/// piecewise into the evaluator's table buffer, as a session receives them); free gates
-/// have no tables, so their repetitions are all garbled, then all evaluated.
-/// Garbling and evaluation are timed separately and summed over the
+/// piecewise into the evaluator's table buffer, where a session's socket reads
+/// them; that copy is not timed, as garbling's tables are not copied); free
+/// gates have no tables, so their repetitions are all garbled, then all
+/// evaluated. Garbling and evaluation are timed separately and summed over the
 /// repetitions.
+///
+/// Why the feeding copy is left out: a session's evaluator reads its tables
+/// from the socket straight into that buffer (the kernel's copy, a cost of the
+/// network), and a `memcpy` in user space here measured 16-24 ns per AND gate
+/// in one process and 6 ns in another with the same kernel (fixed-key hash,
+/// 2026-11-27, Zen 4 VM): glibc's `rep movsb` path runs several times slower
+/// for some placements of the two buffers (`GLIBC_TUNABLES=
+/// glibc.cpu.x86_rep_movsb_threshold=4294967295` brought the slow process to
+/// 6.7 ns), so the figure depended on the heap's layout, not on the gate.
 ///
 /// Why blocks and not one long program: one program of four million XOR
 /// gates has a 48 MB gate list, and one million AND gates write 32 MB of
@@ -186,15 +196,19 @@ pub fn gate_timing_with(
     };
     let mut evaluate_once = |e: &mut [Block], tables: &[u8]| {
         let mut off = 0;
+        // The feeding copies' own time, taken out of the evaluation's (see above).
+        let mut feed = Duration::ZERO;
         let c0 = thread_cpu();
         let t0 = Instant::now();
         let _: Result<(), ()> = scheme.evaluate(&prog, &hasher, e, &mut ectr, &mut |buf| {
+            let t = Instant::now();
             buf.copy_from_slice(&tables[off..off + buf.len()]);
             off += buf.len();
+            feed += t.elapsed();
             Ok(())
         });
-        evaluate += t0.elapsed();
-        evaluate_cpu += thread_cpu().saturating_sub(c0);
+        evaluate += t0.elapsed().saturating_sub(feed);
+        evaluate_cpu += thread_cpu().saturating_sub(c0).saturating_sub(feed);
     };
     if prog.and_gates() == 0 {
         // Free gates have no tables: all garblings, then all evaluations, so that each
