@@ -116,6 +116,11 @@ pub(crate) const CLAIM_BUSY: u32 = 1;
 pub(crate) const CLAIM_POSTED: u32 = 2;
 pub(crate) const CLAIM_TAKEN: u32 = 3;
 
+/// The sizes a slot's area may take (TCS slots and switchless pool slots alike), bytes per
+/// direction: what the host accepts when it lays the mapping out, and what the enclave
+/// accepts when it reads the layout back.
+pub(crate) const AREA_BYTES: std::ops::RangeInclusive<usize> = 64..=1 << 30;
+
 const fn round64(n: usize) -> usize {
     (n + 63) & !63
 }
@@ -169,10 +174,8 @@ impl Layout {
             && self.n_tcs <= 64
             && self.n_epool <= 1024
             && self.n_opool <= 1024
-            && self.area >= 64
-            && self.area <= 1 << 30
-            && self.pool_area >= 64
-            && self.pool_area <= 1 << 30
+            && AREA_BYTES.contains(&self.area)
+            && AREA_BYTES.contains(&self.pool_area)
             && self.init_len <= 1 << 30
             && self.total()? <= map_len;
         ok.then_some(self)

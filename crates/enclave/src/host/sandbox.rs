@@ -63,13 +63,13 @@ fn spin_gate_open(n_tcs: usize, free: u32, cores: u32) -> bool {
 /// Checks what the shared mapping's fixed-size fields can hold; returns the key directory
 /// as bytes.
 fn check_config(b: &EnclaveBuilder, key_dir: Option<&std::path::Path>) -> Result<Vec<u8>, Error> {
-    if b.area < 64 || b.area > 1 << 30 {
-        return Err(Error::Config("slot area must be 64 B ..= 1 GiB".into()));
-    }
-    if b.pool_area < 64 || b.pool_area > 1 << 30 {
-        return Err(Error::Config(
-            "switchless pool slot area must be 64 B ..= 1 GiB".into(),
-        ));
+    for (what, bytes) in [
+        ("slot area", b.area),
+        ("switchless pool slot area", b.pool_area),
+    ] {
+        if !shm::AREA_BYTES.contains(&bytes) {
+            return Err(Error::Config(format!("{what} must be 64 B ..= 1 GiB")));
+        }
     }
     if b.name.len() > shm::NAME_CAP {
         return Err(Error::Config("service name too long".into()));
