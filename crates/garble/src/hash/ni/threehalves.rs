@@ -337,7 +337,7 @@ macro_rules! threehalves_kernels {
                     let t = transpose4([w[s], w[s + 1], w[s + 2], w[s + 3]]);
                     w[s..s + 4].copy_from_slice(&t);
                 }
-                for (r, &rc) in RCON.iter().enumerate() {
+                rekeyed_rounds!(|rc, last| {
                     let mut rk = w;
                     for s in (0..s4).step_by(4) {
                         let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
@@ -351,14 +351,14 @@ macro_rules! threehalves_kernels {
                     }
                     for i in 0..M {
                         for p in 0..P {
-                            v[i][p] = if r < 9 {
-                                _mm256_aesenc_epi128(v[i][p], rk[i])
-                            } else {
+                            v[i][p] = if last {
                                 _mm256_xor_si256(_mm256_aesenclast_epi128(v[i][p], rk[i]), x[i][p])
+                            } else {
+                                _mm256_aesenc_epi128(v[i][p], rk[i])
                             };
                         }
                     }
-                }
+                });
                 v
             }
 
