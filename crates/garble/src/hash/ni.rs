@@ -13,7 +13,7 @@ use core::arch::x86_64::*;
 /// with `$rc` its key-schedule constant and `$last` whether it is the last round (both
 /// constants where each copy is compiled). Rolled, the loop kept a branch for the last
 /// round and LLVM spilled and reloaded data registers every round (AVX2 garbling
-/// 16.9-17.8 -> 13.9-14.4 ns per AND, `docs/gc-2pc.md`).
+/// 17.1-18.0 -> 14.7-15.3 ns per AND, `docs/gc-2pc.md`).
 macro_rules! rekeyed_rounds {
     (|$rc:ident, $last:ident| $body:block) => {
         rekeyed_rounds!(@ $rc $last $body;
