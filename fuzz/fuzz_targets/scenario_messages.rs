@@ -22,19 +22,11 @@ fn round_trip<T: Decode + Encode>(what: &'static str, data: &[u8]) {
     }
 }
 
-fn view(r: &RecordIn) -> RecordView<'_> {
-    RecordView {
-        flow: r.flow,
-        direction: r.direction,
-        record: &r.record,
-    }
-}
-
 fn same_record(data: &[u8]) {
     let owned = decode::<RecordIn>("record", data);
     let placed = RecordView::decode("record", data);
     match (&owned, &placed) {
-        (Ok(o), Ok(p)) => assert_eq!(view(o), *p),
+        (Ok(o), Ok(p)) => assert_eq!(RecordView::from(o), *p),
         (Err(_), Err(_)) => {}
         _ => panic!("record: owned {owned:?}, in place {placed:?}"),
     }
@@ -44,7 +36,7 @@ fn same_batch(data: &[u8]) {
     let owned = decode::<RecordBatch>("record batch", data);
     let placed = RecordView::decode_batch("record batch", data);
     match (&owned, &placed) {
-        (Ok(o), Ok(p)) => assert_eq!(o.records.iter().map(view).collect::<Vec<_>>(), *p),
+        (Ok(o), Ok(p)) => assert_eq!(o.records.iter().map(RecordView::from).collect::<Vec<_>>(), *p),
         (Err(_), Err(_)) => {}
         _ => panic!("batch: owned {owned:?}, in place {placed:?}"),
     }

@@ -367,6 +367,17 @@ impl<'a> RecordView<'a> {
     }
 }
 
+impl<'a> From<&'a RecordIn> for RecordView<'a> {
+    /// The view an encoding of `r` reads as (tests and fuzzing compare the two readings).
+    fn from(r: &'a RecordIn) -> Self {
+        RecordView {
+            flow: r.flow,
+            direction: r.direction,
+            record: &r.record,
+        }
+    }
+}
+
 /// `reproduce_ssl_context_batch`'s reply: one outcome per record, in the batch's order.
 pub type BatchVerdicts = Vec<Result<Verdict, MiddleboxError>>;
 

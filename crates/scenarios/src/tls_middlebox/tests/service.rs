@@ -619,14 +619,6 @@ mod in_place {
             })
     }
 
-    fn view(r: &RecordIn) -> RecordView<'_> {
-        RecordView {
-            flow: r.flow,
-            direction: r.direction,
-            record: &r.record,
-        }
-    }
-
     proptest! {
         /// The enclave reads a batch in place exactly as the owned decoding would: the same
         /// records from an encoding, and an error wherever the owned decoding fails (a cut,
@@ -641,12 +633,12 @@ mod in_place {
             let batch = RecordBatch { records };
             let bytes = batch.encode();
             let read = RecordView::decode_batch("b", &bytes).unwrap();
-            prop_assert_eq!(read, batch.records.iter().map(view).collect::<Vec<_>>());
+            prop_assert_eq!(read, batch.records.iter().map(RecordView::from).collect::<Vec<_>>());
             let agree = |b: &[u8]| {
                 let owned = codec::decode::<RecordBatch>("b", b);
                 let placed = RecordView::decode_batch("b", b);
                 match (owned, placed) {
-                    (Ok(o), Ok(p)) => o.records.iter().map(view).collect::<Vec<_>>() == p,
+                    (Ok(o), Ok(p)) => o.records.iter().map(RecordView::from).collect::<Vec<_>>() == p,
                     (Err(o), Err(p)) => o.what == p.what,
                     _ => false,
                 }
@@ -667,7 +659,7 @@ mod in_place {
         #[test]
         fn records_read_in_place_as_they_decode(r in record(), cut in any::<prop::sample::Index>()) {
             let bytes = r.encode();
-            prop_assert_eq!(RecordView::decode("r", &bytes).unwrap(), view(&r));
+            prop_assert_eq!(RecordView::decode("r", &bytes).unwrap(), RecordView::from(&r));
             let short = &bytes[..cut.index(bytes.len())];
             prop_assert!(RecordView::decode("r", short).is_err());
             prop_assert!(codec::decode::<RecordIn>("r", short).is_err());
