@@ -223,6 +223,7 @@ fn tls_middlebox_on_every_backend() {
         timeout: Duration::from_secs(20),
         affinity_calls: 400,
         batch: scenarios::tls_middlebox::batch::BatchLimits::default(),
+        share_pairs: 1,
     };
     let sink = common::Collect(Mutex::new(Vec::new()));
     let cancel = AtomicBool::new(false);
@@ -256,7 +257,8 @@ fn tls_middlebox_on_every_backend() {
     );
     // The clients verified the enclave's (emulated) quote in every measured middlebox pass,
     // and every middlebox record says the attestation is emulated. A failing advisor check
-    // is measured again (two more passes at its size) before it is reported.
+    // is measured again (two more passes at its size) before it is reported, and the
+    // batched-share checks measure pairs of native and batched passes at their sizes.
     let again = records
         .iter()
         .filter(|r| match &r.body {
@@ -276,9 +278,17 @@ fn tls_middlebox_on_every_backend() {
     assert!(
         attested[0].message.contains(&format!(
             "in {n} of {n} middlebox passes",
-            n = 6 * plan.sizes.len() + 2 * again
+            n = 6 * plan.sizes.len() + 2 * again + 2 * plan.share_pairs
         )),
         "{attested:?}"
+    );
+    let shares = checks("batched-share-1024");
+    assert_eq!(shares.len(), 1);
+    assert!(
+        shares[0]
+            .message
+            .contains("medians of the rounds of 2 passes of each"),
+        "{shares:?}"
     );
     for r in records
         .iter()
