@@ -752,19 +752,6 @@ impl TlsMiddlebox {
 
 /// Switchless hits and misses per ecall, with a warning where a configuration's workers and
 /// the flows' threads oversubscribe the cores.
-/// Adds the rounds of a pass measured again to its configuration's row in `rows` (the
-/// pooled rows of a check), and gives the outcome back: its correctness and attestation
-/// count with the others'. Such passes are not written as records of their own.
-fn pooled_into(rows: &mut [Row], o: Outcome) -> Outcome {
-    if let Some(r) = rows
-        .iter_mut()
-        .find(|r| r.config == o.row.config && r.record_size == o.row.record_size)
-    {
-        r.ns_per_record.extend_from_slice(&o.row.ns_per_record);
-    }
-    o
-}
-
 fn hit_check(trace: &TraceSnapshot, config: &Config) -> measure::record::Check {
     use measure::record::{Check, Verdict};
     let mut parts = Vec::new();
@@ -947,6 +934,26 @@ impl TlsMiddlebox {
                 2 * again.len() as u64,
             );
         }
+        // A pass measured again for a check: its rounds join its configuration's row in the
+        // check's pooled rows. It is not written as a record of its own; its correctness and
+        // attestation count with the others'.
+        let measure_pooled = |setup: Setup, size: usize, rows: &mut [Row]| {
+            let o = self.measure(
+                ctx,
+                &plan,
+                &endpoints,
+                setup,
+                size,
+                &setup.selection(&advisor_selection),
+            )?;
+            if let Some(r) = rows
+                .iter_mut()
+                .find(|r| r.config == o.row.config && r.record_size == size)
+            {
+                r.ns_per_record.extend_from_slice(&o.row.ns_per_record);
+            }
+            Ok::<_, ScenarioError>(o)
+        };
         let mut remeasured = Vec::new();
         for &(size, best) in &again {
             let Some(best) = rivals.into_iter().find(|s| s.title() == best) else {
@@ -954,15 +961,7 @@ impl TlsMiddlebox {
             };
             remeasured.push(size);
             for setup in [best, Setup::Advisor] {
-                let o = self.measure(
-                    ctx,
-                    &plan,
-                    &endpoints,
-                    setup,
-                    size,
-                    &setup.selection(&advisor_selection),
-                )?;
-                outcomes.push(pooled_into(&mut advice_rows, o));
+                outcomes.push(measure_pooled(setup, size, &mut advice_rows)?);
             }
         }
         // Issue 22's shares: the sweep measured `native` and `batched` minutes apart, and a
@@ -988,15 +987,7 @@ impl TlsMiddlebox {
                     order.reverse();
                 }
                 for setup in order {
-                    let o = self.measure(
-                        ctx,
-                        &plan,
-                        &endpoints,
-                        setup,
-                        size,
-                        &setup.selection(&advisor_selection),
-                    )?;
-                    outcomes.push(pooled_into(&mut share_rows, o));
+                    outcomes.push(measure_pooled(setup, size, &mut share_rows)?);
                 }
             }
         }
