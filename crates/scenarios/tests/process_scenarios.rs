@@ -258,7 +258,8 @@ fn tls_middlebox_on_every_backend() {
     // The clients verified the enclave's (emulated) quote in every measured middlebox pass,
     // and every middlebox record says the attestation is emulated. A failing advisor check
     // is measured again (two more passes at its size) before it is reported, and the
-    // batched-share checks measure pairs of native and batched passes at their sizes.
+    // batched-share checks measure pairs of native and batched passes at their sizes (of
+    // this plan's, 1 KiB only).
     let again = records
         .iter()
         .filter(|r| match &r.body {
