@@ -2,24 +2,39 @@
 //!
 //! * Base OT: Chou and Orlandi, "The Simplest Protocol for Oblivious
 //!   Transfer" (LATINCRYPT 2015), over the Ristretto group of Curve25519
-//!   (curve25519-dalek). The sender publishes `A = aG`; for choice `c` the
-//!   receiver sends `B = bG + cA` and keys `k_c = H(bA)`; the sender derives
-//!   `k_0 = H(aB)`, `k_1 = H(a(B - A))`. `H` is SHA-256 over the instance
-//!   index, `A`, `B` and the point, truncated to 128 bits. One `A` serves all
-//!   instances (fine against semi-honest parties). The receiver's choice is
-//!   selected in constant time. The receiver's points go out in chunks of 16,
-//!   so the sender's variable-base multiplications overlap the receiver's
-//!   fixed-base ones; every point is computed halved and encoded with a batch
-//!   compression (one inversion per batch), and the receiver multiplies by
-//!   `A` with curve25519-dalek's AVX-512 IFMA backend where the CPU has it,
-//!   through a precomputed table elsewhere. These change no byte on the wire
-//!   and no key (a known-answer test pins them). Known caveats of this protocol: its
-//!   original UC proof against malicious parties is flawed (Genc, Iovino,
-//!   Rial, "'The Simplest Protocol for Oblivious Transfer' Revisited", 2017;
-//!   Hauck and Loss, "Efficient and Universally Composable Protocols for
-//!   Oblivious Transfer from the CDH Assumption", 2017); we rely on it only
-//!   against semi-honest parties, for which the CDH argument of CO15 holds,
-//!   and hash `A` and `B` into every key.
+//!   (curve25519-dalek), in its 1-out-of-`n` form (the paper's section 3),
+//!   `n = 2^t` with `t = 4`: each 1-out-of-16 OT carries four 1-out-of-2 OTs
+//!   (a "bundle"). The sender publishes `A = aG`; for index `j` (the
+//!   bundle's four choice bits) the receiver sends `B = bG + jA` and gets
+//!   the pad `H(bA)`; the sender derives the pads `p_i = H(a(B - iA))` for
+//!   every `i < 16`, draws the bundle's eight keys and sends `E_i = p_i ^
+//!   (k_{0, i_0} || k_{1, i_1} || k_{2, i_2} || k_{3, i_3})` (`i_m` the
+//!   bits of `i`), so the receiver decrypts `E_j` into the keys of its
+//!   choices and learns nothing of the others. `H` is SHA-512 over the
+//!   bundle's number, `i`, `A`, `B` and the point. Semi-honest security:
+//!   `B` is uniform whatever `j` is; for `i != j`, `a(B - iA) = bA + (j -
+//!   i) a^2 G`, which the receiver cannot compute from `A = aG` (CDH, in
+//!   the random-oracle model, as for `n = 2`), so the other pads are random
+//!   to it. Why bundles: every Diffie-Hellman base OT costs its sender one
+//!   variable-base multiplication per instance (by its secret `a`), and the
+//!   receiver two multiplications; a bundle pays them once for four OTs, at
+//!   sixteen batch-compressed points and pads for the sender and `16 t` bytes
+//!   per message (32 KiB in all for the 128 base OTs of the extension,
+//!   against 4 KiB of points). Measured in `docs/gc-2pc.md` ("Base OTs in
+//!   bundles"). One `A` serves all instances (fine against semi-honest
+//!   parties, and hashed into every pad as McQuoid, Rosulek and Roy,
+//!   "Batching Base Oblivious Transfers", ASIACRYPT 2021, ask of a batch).
+//!   The receiver's index is selected in constant time, both in its point
+//!   and among the sender's messages. The receiver's points go out in
+//!   chunks of eight, so the sender's work overlaps the receiver's; every
+//!   point is computed halved and encoded with a batch compression (one
+//!   inversion per batch). A known-answer test and a plain reference
+//!   implementation pin the keys. Known caveats of CO15: its original UC
+//!   proof against malicious parties is flawed (Genc, Iovino, Rial, "'The
+//!   Simplest Protocol for Oblivious Transfer' Revisited", 2017; Hauck and
+//!   Loss, "Efficient and Universally Composable Protocols for Oblivious
+//!   Transfer from the CDH Assumption", 2017); we rely on it only against
+//!   semi-honest parties, for which the CDH argument of CO15 holds.
 //! * Extension: Ishai, Kilian, Nissim, Petrank, "Extending Oblivious
 //!   Transfers Efficiently" (CRYPTO 2003), in its correlated form: 128 base
 //!   OTs with the roles reversed seed 128 column PRGs (AES-CTR); per batch of
@@ -32,9 +47,9 @@
 
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::IsIdentity;
-use sha2::{Digest, Sha256};
-use subtle::{Choice, ConditionallySelectable};
+use curve25519_dalek::traits::{Identity, IsIdentity};
+use sha2::{Digest, Sha512};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 use thiserror::Error;
 
 use crate::channel::{Channel, ChannelError};
@@ -60,24 +75,6 @@ fn random_scalar(rng: &mut Prg) -> Scalar {
     Scalar::from_bytes_mod_order_wide(&b)
 }
 
-fn kdf(
-    i: usize,
-    a: &CompressedRistretto,
-    b: &CompressedRistretto,
-    p: &CompressedRistretto,
-) -> Block {
-    let mut h = Sha256::new();
-    h.update(b"ccbench-garble-co15");
-    h.update((i as u64).to_le_bytes());
-    h.update(a.as_bytes());
-    h.update(b.as_bytes());
-    h.update(p.as_bytes());
-    let d = h.finalize();
-    let mut k = [0u8; 16];
-    k.copy_from_slice(&d[..16]);
-    Block::from_bytes(k)
-}
-
 fn decompress(bytes: &[u8]) -> Result<(CompressedRistretto, RistrettoPoint), OtError> {
     let c = CompressedRistretto::from_slice(bytes).map_err(|_| OtError::Malformed("point size"))?;
     let p = c
@@ -85,10 +82,6 @@ fn decompress(bytes: &[u8]) -> Result<(CompressedRistretto, RistrettoPoint), OtE
         .ok_or(OtError::Malformed("not a Ristretto point"))?;
     Ok((c, p))
 }
-
-/// Base OTs per message of the receiver: the sender starts on the first
-/// points while the receiver still computes the rest.
-const BASE_CHUNK: usize = 16;
 
 /// `1/2` modulo the group order. Every point this module hashes or sends is
 /// computed as half of itself and encoded by
@@ -99,10 +92,74 @@ fn half() -> Scalar {
     Scalar::from(2u64).invert()
 }
 
+/// Base OTs carried by one 1-out-of-`2^BUNDLE_BITS` OT (a "bundle"; see the
+/// module documentation): the sender's variable-base multiplication, the
+/// one cost no Diffie-Hellman base OT avoids, is paid once per bundle.
+const BUNDLE_BITS: usize = 4;
+// A pad is one SHA-512 output: at most four keys of 16 bytes.
+const _: () = assert!(BUNDLE_BITS >= 1 && BUNDLE_BITS <= 4);
+
+/// Bundles per message of the receiver: the sender starts on the first
+/// points while the receiver still computes the rest.
+const BASE_CHUNK: usize = 8;
+
+/// The bundles of `n` base OTs: `(first OT, OTs in it)` for each, every one
+/// full but perhaps the last.
+fn bundles(n: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n)
+        .step_by(BUNDLE_BITS)
+        .map(move |f| (f, BUNDLE_BITS.min(n - f)))
+}
+
+/// Bytes that `n` base OTs put on the wire: `(receiver, sender)`. The
+/// receiver sends one point per bundle; the sender its point `A` and, for a
+/// bundle of `t` OTs, `2^t` encrypted messages of `t` keys each.
+pub fn base_ot_bytes(n: usize) -> (u64, u64) {
+    let receiver = 32 * bundles(n).count() as u64;
+    let sender = 32 + bundles(n).map(|(_, t)| 16 * (t << t) as u64).sum::<u64>();
+    (receiver, sender)
+}
+
+/// The pad that encrypts the message of index `j` of `bundle`: SHA-512 over
+/// the bundle, the index, `A`, `B` and the shared point (the receiver's
+/// `bA`, the sender's `a(B - jA)`), of which the first `16 t` bytes are used.
+fn bundle_pad(
+    bundle: usize,
+    j: usize,
+    a: &CompressedRistretto,
+    b: &CompressedRistretto,
+    p: &CompressedRistretto,
+) -> [u8; 64] {
+    let mut h = Sha512::new();
+    h.update(b"ccbench-garble-co15-1ofn");
+    h.update((bundle as u64).to_le_bytes());
+    h.update((j as u64).to_le_bytes());
+    h.update(a.as_bytes());
+    h.update(b.as_bytes());
+    h.update(p.as_bytes());
+    h.finalize().into()
+}
+
+fn xor16(a: &[u8], b: &[u8]) -> Block {
+    let mut k = [0u8; 16];
+    for (k, (x, y)) in k.iter_mut().zip(a.iter().zip(b)) {
+        *k = x ^ y;
+    }
+    Block::from_bytes(k)
+}
+
+/// `j P` for `j < 2^BUNDLE_BITS`.
+fn multiples(p: &RistrettoPoint) -> Vec<RistrettoPoint> {
+    std::iter::successors(Some(RistrettoPoint::identity()), |q| Some(q + p))
+        .take(1 << BUNDLE_BITS)
+        .collect()
+}
+
 /// Base OT, sender side: `n` random OTs, returns the key pairs.
 ///
-/// Costs per OT: one decompression and one variable-base multiplication
-/// (constant time; `a` is secret), and a share of two batch compressions.
+/// Costs per bundle of `BUNDLE_BITS` OTs: one decompression, one
+/// variable-base multiplication (constant time; `a` is secret), `2^t`
+/// points of two batch compressions and `2^t` SHA-512 pads.
 pub fn base_send<C: Channel>(
     ch: &mut C,
     n: usize,
@@ -113,47 +170,64 @@ pub fn base_send<C: Channel>(
     let ca = big_a.compress();
     ch.send(ca.as_bytes())?;
     ch.flush()?;
-    // k0 = H(aB), k1 = H(aB - aA) = H(2 (a/2 B - a/2 aG)).
+    // The keys to transfer, drawn now, in OT order.
+    let keys: Vec<[Block; 2]> = (0..n).map(|_| [rng.block(), rng.block()]).collect();
+    // Index j's point a(B - jA) = 2 ((a/2) B - j (a/2) aG).
     let a_half = a * half();
-    let a_a_half = RistrettoPoint::mul_base(&(a_half * a));
-    let mut out = Vec::with_capacity(n);
+    let offsets = multiples(&RistrettoPoint::mul_base(&(a_half * a)));
+    let all: Vec<(usize, usize)> = bundles(n).collect();
     let mut bs = vec![0u8; 32 * BASE_CHUNK];
-    let mut halves = Vec::with_capacity(2 * BASE_CHUNK);
+    let mut halves = Vec::with_capacity(BASE_CHUNK << BUNDLE_BITS);
     let mut cbs = Vec::with_capacity(BASE_CHUNK);
-    let mut done = 0;
-    while done < n {
-        let k = BASE_CHUNK.min(n - done);
+    // All messages go out together at the end: sent chunk by chunk, each
+    // chunk of points after the first would look like the answer to the
+    // messages before it (`channel::RoundTrips` would count a round trip per
+    // chunk, and a link's model would wait for them), while the receiver
+    // reads them only once its own multiplications are done.
+    let mut msg = Vec::with_capacity(base_ot_bytes(n).1 as usize - 32);
+    for (c, chunk) in all.chunks(BASE_CHUNK).enumerate() {
+        let k = chunk.len();
         ch.recv(&mut bs[..32 * k])?;
         halves.clear();
         cbs.clear();
-        for j in 0..k {
+        for (j, &(_, t)) in chunk.iter().enumerate() {
             let (cb, b) = decompress(&bs[32 * j..32 * j + 32])?;
-            halves.push(a_half * b);
+            let h = a_half * b;
+            halves.extend(offsets[..1 << t].iter().map(|o| h - o));
             cbs.push(cb);
         }
-        for j in 0..k {
-            halves.push(halves[j] - a_a_half);
-        }
         let enc = RistrettoPoint::double_and_compress_batch(&halves);
-        for (j, cb) in cbs.iter().enumerate() {
-            let i = done + j;
-            out.push([kdf(i, &ca, cb, &enc[j]), kdf(i, &ca, cb, &enc[k + j])]);
+        let mut points = enc.iter();
+        for (j, (&(first, t), cb)) in chunk.iter().zip(&cbs).enumerate() {
+            let bundle = c * BASE_CHUNK + j;
+            for (idx, p) in (0..1usize << t).zip(&mut points) {
+                let pad = bundle_pad(bundle, idx, &ca, cb, p);
+                for m in 0..t {
+                    let key = keys[first + m][(idx >> m) & 1];
+                    let e = xor16(&pad[16 * m..16 * m + 16], &key.to_bytes());
+                    msg.extend_from_slice(&e.to_bytes());
+                }
+            }
         }
-        done += k;
     }
-    Ok(out)
+    ch.send(&msg)?;
+    ch.flush()?;
+    Ok(keys)
 }
 
 /// Base OT, receiver side: one key per choice bit.
 ///
-/// Costs per OT: a fixed-base multiplication by `G`, a multiplication by
-/// the sender's `A` (both constant time) and a share of two batch
-/// compressions. The points go out in chunks of `BASE_CHUNK`, so that the
-/// sender's work overlaps ours; the multiplications by `A` come after the
-/// last chunk. (On a second thread they would finish sooner on a machine
-/// of our own, but where both parties share two cores that thread takes
-/// the core the sender needs, which is on the critical path: 4.0 -> 4.9-5.3
-/// ms of wall time for 128 base OTs on the dev VM.)
+/// Costs per bundle: a fixed-base multiplication by `G`, a multiplication
+/// by the sender's `A` (both constant time), a share of two batch
+/// compressions and one SHA-512 pad. The points go out in chunks of
+/// `BASE_CHUNK` bundles, so that the sender's work overlaps ours; the
+/// multiplications by `A` come after the last chunk. (On a second thread
+/// they would finish sooner on a machine of our own, but where both parties
+/// share two cores that thread takes the core the sender needs, which is on
+/// the critical path: 4.0 -> 4.9-5.3 ms of wall time for 128 base OTs of
+/// one bundle each on the dev VM.) Last, the sender's messages: the one of
+/// each bundle's index is selected in constant time (the index is the
+/// choice bits) and decrypted.
 pub fn base_receive<C: Channel>(
     ch: &mut C,
     choices: &[bool],
@@ -165,43 +239,63 @@ pub fn base_receive<C: Channel>(
     if big_a.is_identity() {
         return Err(OtError::Malformed("the identity as the sender's point"));
     }
+    let all: Vec<(usize, usize)> = bundles(choices.len()).collect();
+    // Each bundle's index: its choice bits, the first the lowest.
+    let index: Vec<usize> = all
+        .iter()
+        .map(|&(f, t)| (0..t).map(|m| usize::from(choices[f + m]) << m).sum())
+        .collect();
     let half = half();
-    // Halves throughout: B/2 = (b/2) G + c (A/2), and the keys come from
+    // Halves throughout: B/2 = (b/2) G + j (A/2), and the pads come from
     // (b/2) A, so that the batch compressions, which double, encode B and bA.
-    let a_half = half * big_a;
-    let bhs: Vec<Scalar> = choices.iter().map(|_| random_scalar(rng) * half).collect();
-    let cbs = send_points(ch, choices, &bhs, &a_half)?;
+    let bhs: Vec<Scalar> = all.iter().map(|_| random_scalar(rng) * half).collect();
+    let cbs = send_points(ch, &index, &bhs, &multiples(&(half * big_a)))?;
     let shared = times_point(&bhs, &big_a);
     let enc = RistrettoPoint::double_and_compress_batch(&shared);
-    Ok(enc
-        .iter()
-        .zip(&cbs)
-        .enumerate()
-        .map(|(i, (p, cb))| kdf(i, &ca, cb, p))
-        .collect())
+    let (_, sent) = base_ot_bytes(choices.len());
+    let mut msgs = vec![0u8; sent as usize - 32];
+    ch.recv(&mut msgs)?;
+    let mut out = Vec::with_capacity(choices.len());
+    let mut at = 0;
+    for (b, &(_, t)) in all.iter().enumerate() {
+        let len = 16 * t;
+        let mut mine = [0u8; 16 * BUNDLE_BITS];
+        for idx in 0..1usize << t {
+            let hit = (idx as u64).ct_eq(&(index[b] as u64));
+            for (m, e) in mine
+                .iter_mut()
+                .zip(&msgs[at + idx * len..at + idx * len + len])
+            {
+                m.conditional_assign(e, hit);
+            }
+        }
+        at += len << t;
+        let pad = bundle_pad(b, index[b], &ca, &cbs[b], &enc[b]);
+        out.extend((0..t).map(|m| xor16(&pad[16 * m..16 * m + 16], &mine[16 * m..16 * m + 16])));
+    }
+    Ok(out)
 }
 
-/// The receiver's points `B/2 = (b/2) G + c (A/2)`, sent in chunks of
-/// `BASE_CHUNK`; returns their encodings (of `B`).
+/// The receiver's points `B/2 = (b/2) G + j (A/2)` (`ja2[j]` is `j (A/2)`,
+/// selected in constant time), sent in chunks of `BASE_CHUNK`; returns
+/// their encodings (of `B`).
 fn send_points<C: Channel>(
     ch: &mut C,
-    choices: &[bool],
+    index: &[usize],
     bhs: &[Scalar],
-    a_half: &RistrettoPoint,
+    ja2: &[RistrettoPoint],
 ) -> Result<Vec<CompressedRistretto>, OtError> {
-    let mut cbs = Vec::with_capacity(choices.len());
+    let mut cbs = Vec::with_capacity(index.len());
     let mut pts = Vec::with_capacity(BASE_CHUNK);
     let mut msg = Vec::with_capacity(32 * BASE_CHUNK);
-    for (chunk, bh) in choices.chunks(BASE_CHUNK).zip(bhs.chunks(BASE_CHUNK)) {
+    for (chunk, bh) in index.chunks(BASE_CHUNK).zip(bhs.chunks(BASE_CHUNK)) {
         pts.clear();
-        for (&c, bh) in chunk.iter().zip(bh) {
-            let bg = RistrettoPoint::mul_base(bh);
-            let with_a = bg + a_half;
-            pts.push(RistrettoPoint::conditional_select(
-                &bg,
-                &with_a,
-                Choice::from(u8::from(c)),
-            ));
+        for (&j, bh) in chunk.iter().zip(bh) {
+            let mut off = RistrettoPoint::identity();
+            for (i, p) in ja2.iter().enumerate() {
+                off.conditional_assign(p, (i as u64).ct_eq(&(j as u64)));
+            }
+            pts.push(RistrettoPoint::mul_base(bh) + off);
         }
         let enc = RistrettoPoint::double_and_compress_batch(&pts);
         msg.clear();
@@ -215,13 +309,18 @@ fn send_points<C: Channel>(
     Ok(cbs)
 }
 
-/// `s P` for every scalar `s`, in constant time: plain variable-base
-/// multiplications where curve25519-dalek runs its AVX-512 IFMA backend
-/// (15 us each on the dev VM), otherwise through a table for `P` (built in
-/// about 1 ms, then 13 us a multiplication instead of 28 with AVX2).
+/// `s P` for every scalar `s`, in constant time: through a table for `P`
+/// where that pays, otherwise plain variable-base multiplications. On the
+/// 2-vCPU dev VM with AVX2 (2026-11-27) a table took 1.2-1.5 ms to build and
+/// then 15-20 us a multiplication against 34-49 us without, so it pays from
+/// about 50 multiplications on; curve25519-dalek's AVX-512 IFMA backend
+/// (15 us a multiplication where the CPU has it) never needs one.
 fn times_point(scalars: &[Scalar], p: &RistrettoPoint) -> Vec<RistrettoPoint> {
-    times_point_by(scalars, p, !ifma_backend())
+    times_point_by(scalars, p, scalars.len() >= TABLE_FROM && !ifma_backend())
 }
+
+/// Multiplications by one point from which [`times_point`] builds a table.
+const TABLE_FROM: usize = 56;
 
 fn times_point_by(scalars: &[Scalar], p: &RistrettoPoint, table: bool) -> Vec<RistrettoPoint> {
     if table {
@@ -433,6 +532,7 @@ impl IknpReceiver {
 mod tests {
     use super::*;
     use crate::channel::mem_pair;
+    use sha2::Sha256;
     use std::time::Duration;
 
     #[test]
@@ -454,51 +554,158 @@ mod tests {
 
     #[test]
     fn base_ot_both_choices() {
-        let (mut s, mut r) = mem_pair(Duration::from_secs(10));
-        let choices: Vec<bool> = (0..16).map(|i| i % 3 == 0).collect();
-        let ch2 = choices.clone();
-        let t = std::thread::spawn(move || {
-            base_receive(&mut r, &ch2, &mut Prg::from_seed([1; 16])).unwrap()
-        });
-        let pairs = base_send(&mut s, 16, &mut Prg::from_seed([2; 16])).unwrap();
-        let got = t.join().unwrap();
-        for i in 0..16 {
-            let c = usize::from(choices[i]);
-            assert_eq!(got[i], pairs[i][c]);
-            assert_ne!(got[i], pairs[i][1 - c]);
+        // Full bundles, a short last one, a single OT.
+        for n in [1, 3, 16, 17, 30] {
+            let (mut s, mut r) = mem_pair(Duration::from_secs(10));
+            let choices: Vec<bool> = (0..n).map(|i| i % 3 == 0).collect();
+            let ch2 = choices.clone();
+            let t = std::thread::spawn(move || {
+                base_receive(&mut r, &ch2, &mut Prg::from_seed([1; 16])).unwrap()
+            });
+            let pairs = base_send(&mut s, n, &mut Prg::from_seed([2; 16])).unwrap();
+            let got = t.join().unwrap();
+            assert_eq!((got.len(), pairs.len()), (n, n));
+            for i in 0..n {
+                let c = usize::from(choices[i]);
+                assert_eq!(got[i], pairs[i][c], "OT {i} of {n}");
+                assert_ne!(got[i], pairs[i][1 - c], "OT {i} of {n}");
+            }
+            assert_eq!(
+                (s.bytes_received(), s.bytes_sent()),
+                base_ot_bytes(n),
+                "{n} OTs"
+            );
         }
     }
 
-    /// The base OTs' keys for fixed seeds, as the first implementation (one
-    /// compression and one variable-base multiplication per point) derived
-    /// them: later speed-ups (halved scalars with batch compression, a table
-    /// for `A`, chunked messages) must not change a single key.
+    /// A channel that keeps a copy of what it sends.
+    struct Tap<C> {
+        inner: C,
+        sent: Vec<u8>,
+    }
+
+    impl<C: Channel> Channel for Tap<C> {
+        fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
+            self.sent.extend_from_slice(data);
+            self.inner.send(data)
+        }
+        fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError> {
+            self.inner.recv(buf)
+        }
+        fn flush(&mut self) -> Result<(), ChannelError> {
+            self.inner.flush()
+        }
+        fn bytes_sent(&self) -> u64 {
+            self.inner.bytes_sent()
+        }
+        fn bytes_received(&self) -> u64 {
+            self.inner.bytes_received()
+        }
+    }
+
+    /// Both transcripts and the receiver's keys of `n` base OTs by the
+    /// protocol as the module documentation writes it, with none of the
+    /// implementation's speed-ups (halved points, batch compressions, a
+    /// table, chunks, selection by masks): `B = bG + jA`, the pads from
+    /// `bA` and `a(B - iA)` compressed one by one. Randomness is drawn in the
+    /// implementation's order: the sender's `a`, then its keys in OT order;
+    /// the receiver's `b` per bundle.
+    fn reference(
+        choices: &[bool],
+        receiver_seed: [u8; 16],
+        sender_seed: [u8; 16],
+    ) -> (Vec<u8>, Vec<u8>, Vec<Block>, Vec<[Block; 2]>) {
+        let n = choices.len();
+        let mut rs = Prg::from_seed(sender_seed);
+        let a = random_scalar(&mut rs);
+        let big_a = RistrettoPoint::mul_base(&a);
+        let ca = big_a.compress();
+        let keys: Vec<[Block; 2]> = (0..n).map(|_| [rs.block(), rs.block()]).collect();
+        let mut rr = Prg::from_seed(receiver_seed);
+        let (mut to_sender, mut to_receiver) = (Vec::new(), ca.as_bytes().to_vec());
+        let mut got = Vec::new();
+        let all: Vec<(usize, usize)> = bundles(n).collect();
+        let bs: Vec<Scalar> = all.iter().map(|_| random_scalar(&mut rr)).collect();
+        let mut cbs = Vec::new();
+        for (&(f, t), b) in all.iter().zip(&bs) {
+            let j: u64 = (0..t).map(|m| u64::from(choices[f + m]) << m).sum();
+            let cb = (RistrettoPoint::mul_base(b) + Scalar::from(j) * big_a).compress();
+            to_sender.extend_from_slice(cb.as_bytes());
+            cbs.push(cb);
+        }
+        for (k, ((&(f, t), b), cb)) in all.iter().zip(&bs).zip(&cbs).enumerate() {
+            let big_b = cb.decompress().unwrap();
+            let j: usize = (0..t).map(|m| usize::from(choices[f + m]) << m).sum();
+            for i in 0..1usize << t {
+                let p = (a * (big_b - Scalar::from(i as u64) * big_a)).compress();
+                let pad = bundle_pad(k, i, &ca, cb, &p);
+                let mut e = Vec::new();
+                for m in 0..t {
+                    let key = keys[f + m][(i >> m) & 1].to_bytes();
+                    e.extend((0..16).map(|x| key[x] ^ pad[16 * m + x]));
+                }
+                if i == j {
+                    let mine = bundle_pad(k, j, &ca, cb, &(b * big_a).compress());
+                    got.extend(
+                        (0..t).map(|m| xor16(&mine[16 * m..16 * m + 16], &e[16 * m..16 * m + 16])),
+                    );
+                }
+                to_receiver.extend(e);
+            }
+        }
+        (to_sender, to_receiver, got, keys)
+    }
+
+    /// The implementation against the plain reference, byte for byte on
+    /// the wire and key for key, and both pinned by a known answer.
     #[test]
-    fn base_ot_known_answer() {
-        let (mut s, mut r) = mem_pair(Duration::from_secs(10));
-        let choices: Vec<bool> = (0..KAPPA).map(|i| (i * 5) % 7 < 3).collect();
-        let ch2 = choices.clone();
-        let t = std::thread::spawn(move || {
-            base_receive(&mut r, &ch2, &mut Prg::from_seed([5; 16])).unwrap()
-        });
-        let pairs = base_send(&mut s, KAPPA, &mut Prg::from_seed([6; 16])).unwrap();
-        let got = t.join().unwrap();
-        let mut h = Sha256::new();
-        for (g, p) in got.iter().zip(&pairs) {
-            h.update(g.to_bytes());
-            h.update(p[0].to_bytes());
-            h.update(p[1].to_bytes());
+    fn base_ot_matches_the_reference_and_a_known_answer() {
+        for n in [1, 6, KAPPA] {
+            let choices: Vec<bool> = (0..n).map(|i| (i * 5) % 7 < 3).collect();
+            let (s, r) = mem_pair(Duration::from_secs(10));
+            let (mut s, mut r) = (
+                Tap {
+                    inner: s,
+                    sent: Vec::new(),
+                },
+                Tap {
+                    inner: r,
+                    sent: Vec::new(),
+                },
+            );
+            let ch2 = choices.clone();
+            let t = std::thread::spawn(move || {
+                let got = base_receive(&mut r, &ch2, &mut Prg::from_seed([5; 16])).unwrap();
+                (got, r.sent)
+            });
+            let pairs = base_send(&mut s, n, &mut Prg::from_seed([6; 16])).unwrap();
+            let (got, to_sender) = t.join().unwrap();
+            let want = reference(&choices, [5; 16], [6; 16]);
+            assert_eq!(to_sender, want.0, "the receiver's points, {n} OTs");
+            assert_eq!(s.sent, want.1, "the sender's messages, {n} OTs");
+            assert_eq!((&got, &pairs), (&want.2, &want.3), "{n} OTs");
+            if n == KAPPA {
+                let mut h = Sha256::new();
+                h.update(&to_sender);
+                h.update(&s.sent);
+                for (g, p) in got.iter().zip(&pairs) {
+                    h.update(g.to_bytes());
+                    h.update(p[0].to_bytes());
+                    h.update(p[1].to_bytes());
+                }
+                let d: [u8; 32] = h.finalize().into();
+                let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+                assert_eq!(
+                    hex,
+                    "40ee80622f1864b9e4708f34eca7ce34a75c692755f5eeb5169a62c2eacc2e0b"
+                );
+            }
         }
-        let d: [u8; 32] = h.finalize().into();
-        let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(
-            hex,
-            "41e2951ce2c96b9d6325aaedcfa614254dcdf61e3d1a3ff4383497e8ed687462"
-        );
     }
 
-    /// The known-answer test above runs one of the two ways of multiplying
-    /// by `A` (the machine decides which); both must give the same points.
+    /// The tests above run one of the two ways of multiplying by `A` (the
+    /// number of bundles and the machine decide which); both must give the
+    /// same points.
     #[test]
     fn table_and_plain_multiplication_agree() {
         let mut rng = Prg::from_seed([8; 16]);
@@ -533,7 +740,11 @@ mod tests {
             r.flush().unwrap();
             r
         });
-        let got = base_send(&mut s, 2 * BASE_CHUNK, &mut Prg::from_seed([2; 16]));
+        let got = base_send(
+            &mut s,
+            2 * BASE_CHUNK * BUNDLE_BITS,
+            &mut Prg::from_seed([2; 16]),
+        );
         assert!(matches!(got, Err(OtError::Malformed(_))), "{got:?}");
         drop(t.join().unwrap());
     }

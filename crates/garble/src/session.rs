@@ -10,8 +10,10 @@
 //!    session seed (80 bytes); the evaluator answers with its own header (the
 //!    seed echoed) before it checks the garbler's, so that a mismatch is
 //!    reported on both sides, each naming both values.
-//! 2. OT Init: 128 Chou-Orlandi base OTs seed the IKNP extension, in the
-//!    first computation of a session only.
+//! 2. OT Init: 128 Chou-Orlandi base OTs (32 of 1-out-of-16, see
+//!    [`crate::ot`]) seed the IKNP extension, in the first computation of a
+//!    session only: the evaluator sends its point `A`, the garbler its 32
+//!    points, the evaluator its encrypted keys (32 KiB).
 //! 3. Peer Inputs: the evaluator gets the labels of all its input bits, for
 //!    all evaluations at once, by correlated OT extension (16 + 16 bytes per
 //!    bit); then, per evaluation, the garbler sends its 16-byte input labels.
@@ -31,15 +33,17 @@
 //! [`RoundTrips`] as the session runs): the points where a party must wait for
 //! the other's answer to what it sent. In the first computation of a session,
 //! the garbler waits three times: for the evaluator's header (Init), for the
-//! IKNP matrix, which the evaluator can compute only from the garbler's base-OT
-//! points (Peer Inputs), and for the outputs, which follow its last table
-//! (Result). The evaluator waits twice: for the garbler's base-OT points, which
-//! answer its point `A` (OT Init), and for the OT-extension labels, which answer
-//! its matrix (Peer Inputs); its first wait, for the header, is half a trip.
-//! Later computations have no OT Init: the evaluator's matrix follows its header
-//! without waiting, so the garbler waits twice and the evaluator once. Bulk mode
-//! adds none: neither party waits inside the loop over evaluations. Without
-//! evaluator inputs there is no OT extension, and no wait for it.
+//! base-OT sender's encrypted keys, which answer its points (OT Init; the IKNP
+//! matrix of Peer Inputs follows them unasked), and for the outputs, which
+//! follow its last table (Result). The evaluator waits twice: for the
+//! garbler's base-OT points, which answer its point `A` (OT Init), and for the
+//! OT-extension labels, which answer its matrix (Peer Inputs); its first wait,
+//! for the header, is half a trip. Later computations have no OT Init: the
+//! evaluator's matrix follows its header without waiting, so the garbler waits
+//! twice and the evaluator once. Bulk mode adds none: neither party waits
+//! inside the loop over evaluations. Without evaluator inputs there is no OT
+//! extension, but the garbler's input labels follow the end of the base OTs,
+//! which the evaluator then waits for (Peer Inputs).
 //!
 //! [`run_garbler`]/[`run_evaluator`] run a session of one computation.
 //! [`GarblerSession`]/[`EvaluatorSession`] run any number of computations
@@ -88,8 +92,9 @@ use crate::trace::{StartTrace, StepLog};
 
 /// Protocol magic and version (3: the header names the garbling hash and
 /// carries MITCCRH's seed, and the Result stage has the output check; 4: the
-/// header names the garbling scheme too).
-pub const MAGIC: [u8; 8] = *b"CCGC\x00\x04\x00\x00";
+/// header names the garbling scheme too; 5: the base OTs go in bundles of
+/// four, [`crate::ot`]).
+pub const MAGIC: [u8; 8] = *b"CCGC\x00\x05\x00\x00";
 
 /// Bytes of the header each party sends per computation: [`MAGIC`], the
 /// circuit digest, the number of evaluations, the computation's index in the
@@ -566,8 +571,10 @@ pub(crate) fn wire_bytes(
         (16 * m, 16 * m.div_ceil(128) * kappa)
     };
     let check = (crate::gc::CHECK_BYTES * checked_outputs) as u64;
-    let garbler = header + 32 * kappa + ot_garbler + n * (16 * gbits + tables + out + check);
-    let evaluator = header + 32 + ot_evaluator + n * out;
+    // The garbler is the base OTs' receiver.
+    let (base_garbler, base_evaluator) = crate::ot::base_ot_bytes(crate::ot::KAPPA);
+    let garbler = header + base_garbler + ot_garbler + n * (16 * gbits + tables + out + check);
+    let evaluator = header + base_evaluator + ot_evaluator + n * out;
     (garbler, evaluator)
 }
 

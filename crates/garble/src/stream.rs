@@ -61,8 +61,9 @@ use crate::threehalves::{self, GateGarbler};
 /// Protocol magic of generated-circuit sessions (version 2: the header names
 /// the garbling hash and carries MITCCRH's seed, and the Result stage has the
 /// output check; 3: the header names the garbling scheme too, in the high 4
-/// bytes of the hash's id, as [`crate::session`]'s header does).
-pub const MAGIC: [u8; 8] = *b"CCGS\x00\x03\x00\x00";
+/// bytes of the hash's id, as [`crate::session`]'s header does; 4: the base
+/// OTs go in bundles of four, [`crate::ot`]).
+pub const MAGIC: [u8; 8] = *b"CCGS\x00\x04\x00\x00";
 
 #[inline(always)]
 fn put(buf: &mut [u8], b: Block) {
@@ -1485,9 +1486,10 @@ mod tests {
             assert_eq!(g.report.stage(Stage::Result).tail_sent, 0);
             // Its tail's time is what came after the reveal's answer: part of the stage.
             assert!(garble.tail_time < garble.time, "{scheme}");
-            // A stage without a round trip is all tail: the garbler's OT Init sends only.
-            let ot = g.report.stage(Stage::OtInit);
-            assert_eq!((ot.round_trips, ot.tail_time), (0, ot.time), "{scheme}");
+            // A stage without a round trip is all tail: the evaluator's Result sends only.
+            let res = e.report.stage(Stage::Result);
+            assert_eq!((res.round_trips, res.tail_time), (0, res.time), "{scheme}");
+            assert!(res.tail_sent > 0, "{scheme}");
         }
         // No flat form.
         assert!(matches!(
