@@ -523,12 +523,14 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
 /// What each party of a session must write to its transport, in bytes, derived from the
 /// protocol's messages and the circuit alone: `(garbler, evaluator)` for `n` evaluations.
 ///
-/// Garbler: the 80-byte header; 128 base-OT points of 32 bytes (it is the base OTs'
-/// receiver); 16 bytes per evaluator input bit for the correlated OT extension; and per
+/// Garbler: the 80-byte header; its base-OT points, 32 bytes per bundle of four base OTs
+/// (it is the base OTs' receiver; [`crate::ot::base_ot_bytes`]); 16 bytes per evaluator
+/// input bit for the correlated OT extension; and per
 /// evaluation 16 bytes per garbler input bit (its labels), 32 bytes per AND gate (two
 /// half-gate ciphertexts; see [`expected_wire_bytes_with`] for three-halves' 25), one
 /// output-decoding bit per output wire, in whole bytes, and
-/// 16 bytes of output check per output wire. Evaluator: the 80-byte header; one 32-byte base-OT point; the IKNP matrix, 16 bytes per
+/// 16 bytes of output check per output wire. Evaluator: the 80-byte header; its base-OT
+/// point and encrypted keys (32 bytes, then 1 KiB per bundle); the IKNP matrix, 16 bytes per
 /// 128 evaluator input bits (rounded up) per base OT; and the outputs, in whole bytes per
 /// evaluation. A session's measured socket counters are checked against these.
 pub fn expected_wire_bytes(circuit: &Circuit, n: u64) -> (u64, u64) {

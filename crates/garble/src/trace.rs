@@ -3,8 +3,8 @@
 //! stage ([`SessionReport::start`](crate::session::SessionReport::start)).
 //!
 //! Why: the millisecond stages before garbling (Init, OT Init, Peer Inputs) are races
-//! between the two parties. The garbler's Peer Inputs waits for the evaluator's base OTs,
-//! which run while the garbler runs its own; over loopback one party or the other finishes
+//! between the two parties. The garbler's OT Init waits for the end of the evaluator's side
+//! of the base OTs, which runs while the garbler runs its own; over loopback one party or the other finishes
 //! first, from one session to the next. A stage's time over a link then depends on when
 //! the peer sent what the stage waits for, which one party's stage times do not say. Both
 //! parties' traces of one session over loopback do: a replay of them over a link's delay
