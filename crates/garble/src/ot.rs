@@ -554,10 +554,15 @@ mod tests {
 
     #[test]
     fn base_ot_both_choices() {
-        // Full bundles, a short last one, a single OT.
-        for n in [1, 3, 16, 17, 30] {
+        // Full bundles, a short last one, a single OT; then 16 bundles whose indices are
+        // 0..16, each one's bits its number's.
+        let cases = [1, 3, 16, 17, 30]
+            .map(|n| (0..n).map(|i| i % 3 == 0).collect::<Vec<bool>>())
+            .into_iter()
+            .chain([(0..64).map(|i| ((i / 4) >> (i % 4)) & 1 == 1).collect()]);
+        for choices in cases {
+            let n = choices.len();
             let (mut s, mut r) = mem_pair(Duration::from_secs(10));
-            let choices: Vec<bool> = (0..n).map(|i| i % 3 == 0).collect();
             let ch2 = choices.clone();
             let t = std::thread::spawn(move || {
                 base_receive(&mut r, &ch2, &mut Prg::from_seed([1; 16])).unwrap()
