@@ -28,8 +28,9 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Sections to run: every argument that is not a flag names one (`gates`,
-/// `schemes`, `onepass`, `aes`, `hash`, `single`, `bulk`); none means all.
+/// Sections to run: every argument that is not a flag names one (`baseot`,
+/// `gates`, `schemes`, `onepass`, `aes`, `hash`, `single`, `bulk`); none means
+/// all.
 fn wanted(section: &str) -> bool {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -45,6 +46,9 @@ fn main() {
         _ => Backend::detect(),
     };
     println!("backend: {backend:?}");
+    if wanted("baseot") {
+        base_ots();
+    }
     let hashes: Vec<GcHash> = match std::env::var("HASH") {
         Ok(h) => vec![h.parse().expect("HASH: mitccrh or fixed-key")],
         Err(_) => GcHash::ALL.to_vec(),
@@ -269,6 +273,59 @@ fn single(h: GcHash) {
             s.bytes_received
         );
     }
+}
+
+/// The 128 base OTs of a session's set-up (`garble::ot`), the receiver in this
+/// thread and the sender in another, over loopback TCP: `RUNS` (default 15)
+/// runs after one to warm up. Prints the medians and minima of the receiver's
+/// wall and thread CPU time and of the sender's thread CPU time, and the bytes
+/// each side sent. Independent of the garbling hash: run once.
+fn base_ots() {
+    use garble::channel::{Channel, TcpChannel, thread_cpu};
+    use garble::hash::Prg;
+    use garble::ot::{KAPPA, base_receive, base_send};
+    use std::net::TcpListener;
+    use std::time::Duration;
+    let runs = env_usize("RUNS", 15);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (mut wall, mut rcpu, mut scpu) = (Vec::new(), Vec::new(), Vec::new());
+    let mut bytes = (0, 0);
+    for i in 0..=runs {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("address").to_string();
+        let seed = [i as u8; 16];
+        let sender = std::thread::spawn(move || {
+            let mut ch = TcpChannel::connect(&addr, Duration::from_secs(10)).expect("connect");
+            let c0 = thread_cpu();
+            base_send(&mut ch, KAPPA, &mut Prg::from_seed(seed)).expect("base OTs");
+            (thread_cpu() - c0, ch.bytes_sent())
+        });
+        let mut ch = TcpChannel::accept(&l, Duration::from_secs(10)).expect("accept");
+        let choices: Vec<bool> = (0..KAPPA).map(|j| (j * 7 + i) % 3 == 0).collect();
+        let (t0, c0) = (Instant::now(), thread_cpu());
+        base_receive(&mut ch, &choices, &mut Prg::from_seed([!(i as u8); 16])).expect("base OTs");
+        let (w, c) = (t0.elapsed(), thread_cpu() - c0);
+        let (s, sent) = sender.join().expect("sender");
+        if i > 0 {
+            wall.push(ms(w));
+            rcpu.push(ms(c));
+            scpu.push(ms(s));
+        }
+        bytes = (ch.bytes_sent(), sent);
+    }
+    println!(
+        "{KAPPA} base OTs over loopback TCP ({runs} runs): receiver wall {:.2} ms (min {:.2}), \
+         receiver CPU {:.2} ms (min {:.2}), sender CPU {:.2} ms (min {:.2}); \
+         sent {} B by the receiver, {} B by the sender",
+        median(wall.clone()),
+        min(&wall),
+        median(rcpu.clone()),
+        min(&rcpu),
+        median(scpu.clone()),
+        min(&scpu),
+        bytes.0,
+        bytes.1,
+    );
 }
 
 fn stage_line(r: &garble::session::SessionReport) -> String {
