@@ -19,8 +19,9 @@
 //!   variable-base multiplication per instance (by its secret `a`), and the
 //!   receiver two multiplications; a bundle pays them once for four OTs, at
 //!   sixteen batch-compressed points and pads for the sender and `16 t` bytes
-//!   per message (32 KiB in all for the 128 base OTs of the extension,
-//!   against 4 KiB of points). Measured in `docs/gc-2pc.md` ("Base OTs in
+//!   per message (32 KiB from the sender for the 128 base OTs of the
+//!   extension, which sent 32 bytes before bundles; the receiver's points
+//!   went from 4 KiB to 1 KiB). Measured in `docs/gc-2pc.md` ("Base OTs in
 //!   bundles"). One `A` serves all instances (fine against semi-honest
 //!   parties, and hashed into every pad as McQuoid, Rosulek and Roy,
 //!   "Batching Base Oblivious Transfers", ASIACRYPT 2021, ask of a batch).
