@@ -810,7 +810,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
     let clocks = Clocks::start(ch);
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);
-    let mut st = Stages::new();
+    let mut st = Stages::new(true);
     st.enter(Stage::Load, ch);
     let mut prg = Prg::from_os()?;
     let mut delta = prg.block();
@@ -890,7 +890,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
     let clocks = Clocks::start(ch);
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);
-    let mut st = Stages::new();
+    let mut st = Stages::new(true);
     st.enter(Stage::Load, ch);
     if !opts.backend.available() {
         return Err(crate::hash::BackendUnavailable(opts.backend).into());

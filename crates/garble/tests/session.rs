@@ -720,6 +720,23 @@ fn round_trips_per_stage_match_the_protocol() {
             "evaluator, {n} evaluations"
         );
         assert_eq!((go.report.round_trips, eo.report.round_trips), (3, 2));
+        // CPU per stage in computations of one evaluation only (see `StageReport::cpu`),
+        // within the party's busy time.
+        for r in [&go.report, &eo.report] {
+            let cpu: Vec<_> = Stage::ALL.iter().map(|&s| r.stage(s).cpu).collect();
+            if n == 1 {
+                let sum: Duration = cpu.iter().map(|c| c.expect("CPU per stage")).sum();
+                assert!(
+                    sum <= r.busy,
+                    "{:?}: {sum:?} of CPU, busy {:?}",
+                    r.role,
+                    r.busy
+                );
+                assert!(r.stage(Stage::Garble).cpu > Some(Duration::ZERO));
+            } else {
+                assert!(cpu.iter().all(Option::is_none), "{:?}: {cpu:?}", r.role);
+            }
+        }
     }
     // No evaluator input: no OT extension to wait for.
     let mut b = Builder::new();
@@ -796,6 +813,15 @@ fn a_stage_over_a_link_takes_at_least_its_round_trips() {
             );
         }
         assert!(r.total >= p.rtt * r.round_trips as u32);
+        // The stages' CPU leaves out the waits: three round trips of 30 ms against a few
+        // ms of compute.
+        let cpu: Duration = Stage::ALL.iter().filter_map(|&s| r.stage(s).cpu).sum();
+        assert!(
+            cpu * 2 < r.total,
+            "{:?}: {cpu:?} of CPU in {:?}",
+            r.role,
+            r.total
+        );
     }
     assert_eq!(go.report.round_trips, 3);
 }

@@ -391,6 +391,7 @@ mod tests {
                     round_trips: rounds[i],
                     tail_sent: 0,
                     tail_time: Duration::from_millis(times_ms[i]),
+                    cpu: None,
                 })
                 .collect(),
             circuit: garble::library::mul(4).stats(),
