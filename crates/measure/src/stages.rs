@@ -37,6 +37,7 @@ impl Stages {
                 bytes_out,
                 round_trips: None,
                 predicted_ns: None,
+                cpu_ns: None,
             }),
         }
     }
@@ -54,6 +55,14 @@ impl Stages {
         self.add(name, Duration::ZERO, 0, 0);
         if let Some(s) = self.stages.iter_mut().find(|s| s.name == name) {
             *s.predicted_ns.get_or_insert(0.0) += predicted.as_nanos() as f64;
+        }
+    }
+
+    /// Adds CPU time to a stage (added first with no time if it is new).
+    pub fn add_cpu(&mut self, name: &str, cpu: Duration) {
+        self.add(name, Duration::ZERO, 0, 0);
+        if let Some(s) = self.stages.iter_mut().find(|s| s.name == name) {
+            *s.cpu_ns.get_or_insert(0.0) += cpu.as_nanos() as f64;
         }
     }
 
@@ -84,6 +93,9 @@ impl Stages {
             }
             if let Some(p) = s.predicted_ns {
                 self.add_predicted(&s.name, Duration::from_nanos(p as u64));
+            }
+            if let Some(c) = s.cpu_ns {
+                self.add_cpu(&s.name, Duration::from_nanos(c as u64));
             }
         }
         self.runs += other.runs;
@@ -169,17 +181,19 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_and_predictions_add_up_and_merge() {
+    fn round_trips_predictions_and_cpu_add_up_and_merge() {
         let mut a = Stages::new();
         a.add("init", Duration::from_millis(21), 80, 80);
         a.add_round_trips("init", 1);
         a.add_predicted("init", Duration::from_millis(20));
+        a.add_cpu("init", Duration::from_micros(300));
         a.add("garble", Duration::from_millis(5), 0, 1000);
         a.end_run();
         let mut b = Stages::new();
         b.add("init", Duration::from_millis(19), 80, 80);
         b.add_round_trips("init", 1);
         b.add_predicted("init", Duration::from_millis(20));
+        b.add_cpu("init", Duration::from_micros(200));
         b.end_run();
         a.merge(&b);
         let r = a.finish("p", None, None);
@@ -188,5 +202,7 @@ mod tests {
         assert_eq!(r.stages[0].time_ns, 40e6);
         assert_eq!(r.stages[1].round_trips, None);
         assert_eq!(r.stages[1].predicted_ns, None);
+        assert_eq!(r.stages[0].cpu_ns, Some(500e3));
+        assert_eq!(r.stages[1].cpu_ns, None);
     }
 }

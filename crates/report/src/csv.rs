@@ -125,6 +125,7 @@ pub fn csv_files(records: &[Record]) -> Vec<(String, String)> {
                         opt(s.overhead_ns),
                         st.round_trips.map(|n| n.to_string()).unwrap_or_default(),
                         opt(st.predicted_ns),
+                        opt(st.cpu_ns),
                     ]);
                     stages.push(row);
                 }
@@ -265,6 +266,7 @@ pub fn csv_files(records: &[Record]) -> Vec<(String, String)> {
             "overhead_ns",
             "round_trips",
             "predicted_ns",
+            "cpu_ns",
         ],
         stages,
     );

@@ -346,6 +346,10 @@ pub struct Stage {
     /// Absent where no link profile was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_ns: Option<f64>,
+    /// CPU time of the measured party in the stage (summed over runs), in ns: beside
+    /// `time_ns`, what it computed rather than waited for. Absent where not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<f64>,
 }
 
 /// A pipeline broken into stages, with the measured total and, optionally, the theoretical

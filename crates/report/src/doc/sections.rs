@@ -186,7 +186,13 @@ fn stage_section(
     // the measured time, with measured ÷ predicted.
     let rounds = s.stages.iter().any(|st| st.round_trips.is_some());
     let predicted = s.stages.iter().any(|st| st.predicted_ns.is_some());
-    let mut head = vec!["stage", "time", "per run", "share", "bytes in", "bytes out"];
+    // CPU time, where measured: beside the time, what the party computed rather than waited.
+    let cpu = s.stages.iter().any(|st| st.cpu_ns.is_some());
+    let mut head = vec!["stage", "time", "per run"];
+    if cpu {
+        head.push("CPU per run");
+    }
+    head.extend(["share", "bytes in", "bytes out"]);
     if rounds {
         head.push("round trips per run");
     }
@@ -216,15 +222,21 @@ fn stage_section(
         }
         v
     };
+    let cpu_cell = |ns: Option<f64>| ns.map_or(String::new(), |c| units::duration_ns(c / runs));
     for st in &s.stages {
         let mut row = vec![
             st.name.clone(),
             units::duration_ns(st.time_ns),
             units::duration_ns(st.time_ns / runs),
+        ];
+        if cpu {
+            row.push(cpu_cell(st.cpu_ns));
+        }
+        row.extend([
             units::percent(st.percent),
             units::bytes(st.bytes_in as f64),
             units::bytes(st.bytes_out as f64),
-        ];
+        ]);
         row.extend(extra(
             st.round_trips.map(|n| n as f64),
             st.time_ns,
@@ -247,10 +259,18 @@ fn stage_section(
         "measured total".to_owned(),
         units::duration_ns(s.total_ns),
         units::duration_ns(s.total_ns / runs),
+    ];
+    if cpu {
+        // The stages' sum, where every stage has one.
+        row.push(cpu_cell(
+            s.stages.iter().map(|st| st.cpu_ns).sum::<Option<f64>>(),
+        ));
+    }
+    row.extend([
         units::percent(100.0),
         units::bytes(bin as f64),
         units::bytes(bout as f64),
-    ];
+    ]);
     row.extend(extra(sum_rounds, s.total_ns, sum_predicted));
     t.push(row);
     let share = |v: f64| {
@@ -260,26 +280,25 @@ fn stage_section(
             String::new()
         }
     };
-    let blank = width - 4;
-    if let Some(min) = s.theoretical_min_ns {
+    // A row of a time with its share only (no CPU, bytes or rounds).
+    let time_row = |label: &str, ns: f64| {
         let mut row = vec![
-            "theoretical minimum".to_owned(),
-            units::duration_ns(min),
-            units::duration_ns(min / runs),
-            share(min),
+            label.to_owned(),
+            units::duration_ns(ns),
+            units::duration_ns(ns / runs),
         ];
-        row.extend(std::iter::repeat_n(String::new(), blank));
-        t.push(row);
+        if cpu {
+            row.push(String::new());
+        }
+        row.push(share(ns));
+        row.resize(width, String::new());
+        row
+    };
+    if let Some(min) = s.theoretical_min_ns {
+        t.push(time_row("theoretical minimum", min));
     }
     if let Some(o) = s.overhead_ns {
-        let mut row = vec![
-            "overhead (measured − minimum)".to_owned(),
-            units::duration_ns(o),
-            units::duration_ns(o / runs),
-            share(o),
-        ];
-        row.extend(std::iter::repeat_n(String::new(), blank));
-        t.push(row);
+        t.push(time_row("overhead (measured − minimum)", o));
     }
     b.blocks.push(Block::Table(t));
     if b.plots_wanted && !s.stages.is_empty() {

@@ -388,6 +388,7 @@ impl Breakdown {
                     bytes_out: 0,
                     round_trips: None,
                     predicted_ns: None,
+                    cpu_ns: None,
                 })
                 .collect(),
             total_ns: total * n,
