@@ -705,6 +705,9 @@ impl Scenario for Ed25519Pc {
                 let name = stage_name(s);
                 stages.add(name, sr.time, sr.bytes_received, sr.bytes_sent);
                 stages.add_round_trips(name, sr.round_trips);
+                if let Some(c) = sr.cpu {
+                    stages.add_cpu(name, c);
+                }
             }
             stages.end_run();
             over.push(signed.report.clone());

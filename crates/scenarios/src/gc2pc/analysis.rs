@@ -36,7 +36,7 @@ impl GateCosts {
 }
 
 /// A party's stage breakdown of one session (`Load | Init | OT Init | Peer Inputs | Garble |
-/// Result`, time, bytes and round trips), as a record body.
+/// Result`, time, bytes, round trips and, for one evaluation, CPU time), as a record body.
 pub fn stage_breakdown(name: &str, r: &SessionReport) -> measure::record::StageBreakdown {
     let mut stages = Stages::new();
     add_stages(&mut stages, r);
@@ -49,6 +49,9 @@ pub(super) fn add_stages(stages: &mut Stages, r: &SessionReport) {
         // Bytes as the socket counted them (`wire_*`), not as the protocol handed them over.
         stages.add(st.name(), s.time, s.wire_received, s.wire_sent);
         stages.add_round_trips(st.name(), s.round_trips);
+        if let Some(c) = s.cpu {
+            stages.add_cpu(st.name(), c);
+        }
     }
     stages.end_run();
 }
