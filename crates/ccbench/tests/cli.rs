@@ -1290,7 +1290,46 @@ fn run_gc_2pc_on_a_users_circuit_file() {
             .filter(|r| r["kind"] == kind && r["params"]["circuit"] == spec)
             .count()
     };
-    assert_eq!(of_circuit("stages"), 2, "single-shot and bulk stage tables");
+    assert_eq!(
+        of_circuit("stages"),
+        3,
+        "single-shot (both parties) and bulk stage tables"
+    );
+    // CPU per stage in the single-shot tables (both parties), not in the bulk one.
+    let stages_of = |name: &str| {
+        recs.iter()
+            .find(|r| r["kind"] == "stages" && r["params"]["circuit"] == spec && r["name"] == name)
+            .unwrap_or_else(|| panic!("no stage table {name:?}"))["stages"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    for name in [format!("2pc {spec}"), format!("2pc {spec}, evaluator")] {
+        let st = stages_of(&name);
+        assert_eq!(st.len(), 6, "{name}");
+        assert!(
+            st.iter().all(|s| s["cpu_ns"].as_f64().is_some()),
+            "{name}: {st:?}"
+        );
+    }
+    let bulk = recs
+        .iter()
+        .find(|r| {
+            r["kind"] == "stages"
+                && r["params"]["circuit"] == spec
+                && r["name"]
+                    .as_str()
+                    .unwrap()
+                    .contains("evaluations per session")
+        })
+        .expect("the bulk stage table");
+    assert!(
+        bulk["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s.get("cpu_ns").is_none())
+    );
     assert!(of_circuit("table") >= 1, "the per-gate table");
     assert!(
         recs.iter()

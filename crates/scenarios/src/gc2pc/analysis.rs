@@ -56,6 +56,20 @@ pub(super) fn add_stages(stages: &mut Stages, r: &SessionReport) {
     stages.end_run();
 }
 
+/// Adds the evaluator's stages of one session ([`super::peer::PartyStage`], as its process
+/// reported them) to `stages`, as [`add_stages`] does the garbler's.
+pub(super) fn add_evaluator_stages(stages: &mut Stages, r: &[super::peer::PartyStage]) {
+    for s in r {
+        let name = s.stage.name();
+        stages.add(name, s.time, s.wire_received, s.wire_sent);
+        stages.add_round_trips(name, s.round_trips);
+        if let Some(c) = s.cpu {
+            stages.add_cpu(name, c);
+        }
+    }
+    stages.end_run();
+}
+
 /// The per-gate table of one evaluation under `scheme`: count, isolated ns/gate, time.
 pub(super) fn gate_table(
     name: &str,

@@ -53,7 +53,9 @@ use measure::sampler::Samples;
 use measure::stages::Stages;
 
 pub use self::analysis::stage_breakdown;
-use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
+use self::analysis::{
+    GateCosts, MICRO_KINDS, add_evaluator_stages, add_stages, gate_name, gate_table,
+};
 use self::net::{Compute, Model, add_predictions, link_params, net_params, open_net};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
 pub(crate) use self::peer::{Token, run_child_if, spec_fields, spec_text, with_evaluator};
@@ -552,6 +554,8 @@ impl Gc2pc {
 
         // Single-shot sessions: one evaluation each, OT included.
         let mut stages = Stages::new();
+        // The evaluator's, as its process reported them: who waited for whom.
+        let mut estages = Stages::new();
         let mut totals = Vec::with_capacity(plan.sessions);
         // The garbler's socket counters against what the protocol's messages predict.
         let mut wire = WireBytes::default();
@@ -577,6 +581,7 @@ impl Gc2pc {
             }
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
+            add_evaluator_stages(&mut estages, &both.evaluator_stages);
             let r = both.garbler;
             add_stages(&mut stages, &r);
             over.push(r.clone());
@@ -614,6 +619,8 @@ impl Gc2pc {
             Some(Duration::from_nanos(min as u64)),
         );
         ctx.emit(NAME, "2pc", p(), Body::Stages(breakdown))?;
+        let evaluator = estages.finish(&format!("2pc {name}, evaluator"), None, None);
+        ctx.emit(NAME, "2pc", p(), Body::Stages(evaluator))?;
         ctx.emit(
             NAME,
             "2pc",

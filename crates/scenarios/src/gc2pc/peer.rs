@@ -19,7 +19,7 @@ use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::hash::GcHash;
 use garble::link::Net;
 use garble::scheme::Scheme;
-use garble::session::{self, SessionOptions, SessionReport};
+use garble::session::{self, SessionOptions, SessionReport, Stage};
 use garble::trace::StartTrace;
 use garble::{Circuit, Party};
 
@@ -206,23 +206,83 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
         return Err("evaluations of the same inputs gave different outputs".into());
     }
-    // The outputs, then this party's CPU time (`busy`) and its start trace, for the
-    // garbler's records and predictions.
+    // The outputs, then this party's CPU time (`busy`), its start trace and its stages, for
+    // the garbler's records and predictions.
     Ok(format!(
-        "ok {} busy_ns={} start={}",
+        "ok {} busy_ns={} start={} stages={}",
         hex(&first),
         out.report.busy.as_nanos(),
-        garble::trace::encode(&out.report.start)
+        garble::trace::encode(&out.report.start),
+        encode_stages(&out.report),
     ))
 }
 
-/// What the evaluator process printed: its output, its CPU time and its start trace.
-fn parse_evaluator_line(line: &str) -> Option<(&str, Duration, StartTrace)> {
+/// One stage of the evaluator as its process reports it to the garbler's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartyStage {
+    /// The stage.
+    pub stage: Stage,
+    /// Wall time in it.
+    pub time: Duration,
+    /// CPU time in it, where measured ([`garble::session::StageReport::cpu`]).
+    pub cpu: Option<Duration>,
+    /// Bytes read from and written to the socket in it.
+    pub wire_received: u64,
+    /// Bytes written to the socket in it.
+    pub wire_sent: u64,
+    /// Round trips in it.
+    pub round_trips: u64,
+}
+
+/// A party's stages as one field: `time/cpu/received/sent/rounds` per stage of
+/// [`Stage::ALL`], `,`-separated, in ns and bytes; `-` for a CPU time not measured.
+fn encode_stages(r: &SessionReport) -> String {
+    let one = |s: Stage| {
+        let st = r.stage(s);
+        let cpu = st.cpu.map_or("-".to_owned(), |c| c.as_nanos().to_string());
+        let t = st.time.as_nanos();
+        let (i, o, n) = (st.wire_received, st.wire_sent, st.round_trips);
+        format!("{t}/{cpu}/{i}/{o}/{n}")
+    };
+    Stage::ALL.map(one).join(",")
+}
+
+/// The stages of [`encode_stages`]; `None` if any part is malformed.
+fn decode_stages(s: &str) -> Option<Vec<PartyStage>> {
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.len() != Stage::ALL.len() {
+        return None;
+    }
+    let ns = |x: &str| x.parse().ok().map(Duration::from_nanos);
+    Stage::ALL
+        .iter()
+        .zip(parts)
+        .map(|(&stage, p)| {
+            let f: Vec<&str> = p.split('/').collect();
+            let [t, cpu, i, o, n] = f.as_slice() else {
+                return None;
+            };
+            Some(PartyStage {
+                stage,
+                time: ns(t)?,
+                cpu: if *cpu == "-" { None } else { Some(ns(cpu)?) },
+                wire_received: i.parse().ok()?,
+                wire_sent: o.parse().ok()?,
+                round_trips: n.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// What the evaluator process printed: its output, its CPU time, its start trace and its
+/// stages.
+fn parse_evaluator_line(line: &str) -> Option<(&str, Duration, StartTrace, Vec<PartyStage>)> {
     let mut it = line.split_whitespace();
     let (ok, out, busy, start) = (it.next()?, it.next()?, it.next()?, it.next()?);
     let ns: u64 = busy.strip_prefix("busy_ns=")?.parse().ok()?;
     let start = garble::trace::decode(start.strip_prefix("start=")?).ok()?;
-    (ok == "ok" && it.next().is_none()).then_some((out, Duration::from_nanos(ns), start))
+    let stages = decode_stages(it.next()?.strip_prefix("stages=")?)?;
+    (ok == "ok" && it.next().is_none()).then_some((out, Duration::from_nanos(ns), start, stages))
 }
 
 /// A session's reports: the garbler's, and the evaluator's CPU time.
@@ -234,6 +294,8 @@ pub struct TwoParty {
     pub evaluator_busy: Duration,
     /// The evaluator's start trace ([`SessionReport::start`]).
     pub evaluator_start: StartTrace,
+    /// The evaluator's stages.
+    pub evaluator_stages: Vec<PartyStage>,
 }
 
 /// Becomes the evaluator of one session and exits when this process was started as one;
@@ -367,9 +429,12 @@ pub fn two_party_over(
         session::run_garbler(ch, c, &vec![bits; n], &opts).map_err(|e| e.to_string())
     })?;
     let want = hex(&expected);
-    let Some((got, evaluator_busy, evaluator_start)) = parse_evaluator_line(stdout.trim()) else {
+    let Some((got, evaluator_busy, evaluator_start, evaluator_stages)) =
+        parse_evaluator_line(stdout.trim())
+    else {
         return Err(fail(format!(
-            "the evaluator printed {:?}, not \"ok <output> busy_ns=<n> start=<trace>\"",
+            "the evaluator printed {:?}, not \"ok <output> busy_ns=<n> start=<trace> \
+             stages=<stages>\"",
             stdout.trim()
         )));
     };
@@ -387,6 +452,7 @@ pub fn two_party_over(
         garbler: out.report,
         evaluator_busy,
         evaluator_start,
+        evaluator_stages,
     })
 }
 
@@ -747,13 +813,36 @@ mod tests {
 
     #[test]
     fn evaluator_line_parses_and_rejects_garbage() {
+        let stages = "5/4/0/0/0,7/-/80/80/1,1/1/2/3/1,1/1/0/0/0,1/1/0/0/0,1/1/0/0/0";
+        let line = format!("ok 00ff busy_ns=1500 start=9;E:0:0:0 stages={stages}");
+        let (out, busy, start, parsed) = parse_evaluator_line(&line).unwrap();
+        assert_eq!((out, busy), ("00ff", Duration::from_nanos(1500)));
+        assert_eq!(start, garble::trace::decode("9;E:0:0:0").unwrap());
+        assert_eq!(parsed.len(), Stage::ALL.len());
+        assert_eq!(
+            parsed[1],
+            PartyStage {
+                stage: Stage::Init,
+                time: Duration::from_nanos(7),
+                cpu: None,
+                wire_received: 80,
+                wire_sent: 80,
+                round_trips: 1,
+            }
+        );
+        assert_eq!(parsed[0].cpu, Some(Duration::from_nanos(4)));
+        // Five stages, a field short, a word for a number: refused.
+        for bad in [
+            "5/4/0/0/0,7/-/80/80/1,1/1/2/3/1,1/1/0/0/0,1/1/0/0/0",
+            "5/4/0/0,7/-/80/80/1,1/1/2/3/1,1/1/0/0/0,1/1/0/0/0,1/1/0/0/0",
+            "5/x/0/0/0,7/-/80/80/1,1/1/2/3/1,1/1/0/0/0,1/1/0/0/0,1/1/0/0/0",
+        ] {
+            let line = format!("ok 00ff busy_ns=1500 start=9;E:0:0:0 stages={bad}");
+            assert_eq!(parse_evaluator_line(&line), None, "{bad}");
+        }
         assert_eq!(
             parse_evaluator_line("ok 00ff busy_ns=1500 start=9;E:0:0:0"),
-            Some((
-                "00ff",
-                Duration::from_nanos(1500),
-                garble::trace::decode("9;E:0:0:0").unwrap()
-            ))
+            None
         );
         assert_eq!(parse_evaluator_line("ok 00ff"), None);
         assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1500"), None);
@@ -762,7 +851,7 @@ mod tests {
         assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1 start=x"), None);
         assert_eq!(parse_evaluator_line("ok 00ff busy_ns=1 9"), None);
         assert_eq!(
-            parse_evaluator_line("ok 00ff busy_ns=1 start=9 extra"),
+            parse_evaluator_line(&format!("ok 00ff busy_ns=1 start=9 stages={stages} extra")),
             None
         );
     }
