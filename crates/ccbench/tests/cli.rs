@@ -1236,6 +1236,17 @@ fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
     ] {
         assert!(text.contains(needle), "{needle} missing");
     }
+    // Both parties' stage tables, each stage with its CPU time.
+    for party in ["garbler", "evaluator"] {
+        let line = text
+            .lines()
+            .find(|l| l.contains("\"kind\":\"stages\"") && l.contains(&format!("({party})")))
+            .unwrap_or_else(|| panic!("no stage table of the {party}"));
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let st = r["stages"].as_array().unwrap();
+        assert_eq!(st.len(), 6, "{line}");
+        assert!(st.iter().all(|s| s["cpu_ns"].as_f64().is_some()), "{line}");
+    }
     // Every check of this run passes or warns (time and memory depend on the machine).
     assert!(!text.contains("\"verdict\":\"fail\""), "{text}");
     // The signature and the wire bytes are checked against this run's data: they pass.

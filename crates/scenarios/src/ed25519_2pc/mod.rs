@@ -274,7 +274,11 @@ fn evaluate(spec: &str) -> Result<String, String> {
     let (sig, _) = split_output(&bytes)?;
     let rss = peak_rss().map_or("-".to_owned(), |b| b.to_string());
     let start = garble::trace::encode(&out.report.start);
-    Ok(format!("ok {} {rss} {prepare_ns} {start}", hex(&sig)))
+    let stages = crate::gc2pc::encode_stages(&out.report);
+    Ok(format!(
+        "ok {} {rss} {prepare_ns} {start} {stages}",
+        hex(&sig)
+    ))
 }
 
 /// The circuit variant of a name: `ed25519-sign` or `ed25519-sign-reveal`.
@@ -315,13 +319,17 @@ struct EvaluatorReport {
     prepare: Duration,
     /// Its session's start trace ([`SessionReport::start`]).
     start: garble::trace::StartTrace,
+    /// Its session's stages.
+    stages: Vec<crate::gc2pc::PartyStage>,
 }
 
-/// The evaluator's report line: `ok SIGNATURE RSS PREPARE_NS START` (`-` for an unknown
-/// peak; START as `garble::trace::encode` writes it).
+/// The evaluator's report line: `ok SIGNATURE RSS PREPARE_NS START STAGES` (`-` for an
+/// unknown peak; START as `garble::trace::encode` writes it, STAGES as
+/// `gc2pc::encode_stages`).
 fn parse_report(stdout: &str) -> Result<EvaluatorReport, String> {
     let mut words = stdout.split_whitespace();
-    let (ok, sig, rss, prep, start) = (
+    let (ok, sig, rss, prep, start, stages) = (
+        words.next(),
         words.next(),
         words.next(),
         words.next(),
@@ -330,7 +338,7 @@ fn parse_report(stdout: &str) -> Result<EvaluatorReport, String> {
     );
     let bad = || {
         format!(
-            "the evaluator's report {:?} is not `ok SIGNATURE RSS PREPARE_NS START`",
+            "the evaluator's report {:?} is not `ok SIGNATURE RSS PREPARE_NS START STAGES`",
             stdout.trim()
         )
     };
@@ -345,11 +353,13 @@ fn parse_report(stdout: &str) -> Result<EvaluatorReport, String> {
     let prepare = Duration::from_nanos(prep.ok_or_else(bad)?.parse().map_err(|_| bad())?);
     let start = garble::trace::decode(start.ok_or_else(bad)?)
         .map_err(|e| format!("the evaluator's report: {e}"))?;
+    let stages = crate::gc2pc::decode_stages(stages.ok_or_else(bad)?).ok_or_else(bad)?;
     Ok(EvaluatorReport {
         signature,
         rss,
         prepare,
         start,
+        stages,
     })
 }
 
@@ -385,6 +395,8 @@ pub struct Signed {
     pub evaluator_prepare: Duration,
     /// The evaluator's session start trace ([`SessionReport::start`]).
     pub evaluator_start: garble::trace::StartTrace,
+    /// The evaluator's stages, as its process reported them.
+    pub evaluator_stages: Vec<crate::gc2pc::PartyStage>,
 }
 
 /// One two-party signature over loopback TCP: this process garbles, a child process (this
@@ -457,6 +469,7 @@ pub fn two_party_over(
         evaluator_rss: er.rss,
         evaluator_prepare: er.prepare,
         evaluator_start: er.start,
+        evaluator_stages: er.stages,
     })
 }
 
@@ -671,6 +684,8 @@ impl Scenario for Ed25519Pc {
         ctx.progress().advance(1);
 
         let mut stages = Stages::new();
+        // The evaluator's, as its process reported them: who waited for whom.
+        let mut estages = Stages::new();
         let mut over = Vec::with_capacity(plan.signatures);
         let mut totals = Vec::with_capacity(plan.signatures);
         let mut garbles = Vec::with_capacity(plan.signatures);
@@ -710,6 +725,7 @@ impl Scenario for Ed25519Pc {
                 }
             }
             stages.end_run();
+            crate::gc2pc::add_evaluator_stages(&mut estages, &signed.evaluator_stages, stage_name);
             over.push(signed.report.clone());
             totals.push(r.total.as_nanos() as f64);
             garbles.push(r.stage(Stage::Garble).time.as_nanos() as f64);
@@ -815,6 +831,8 @@ impl Scenario for Ed25519Pc {
             Some(Duration::from_nanos(min_ns as u64)),
         );
         ctx.emit(NAME, "2pc", mp.clone(), Body::Stages(breakdown))?;
+        let evaluator = estages.finish(&format!("2pc {} (evaluator)", c.name()), None, None);
+        ctx.emit(NAME, "2pc", mp.clone(), Body::Stages(evaluator))?;
         ctx.emit(
             NAME,
             "2pc",
@@ -940,18 +958,24 @@ mod tests {
     #[test]
     fn evaluator_report_parses_and_an_unknown_peak_stays_unknown() {
         let sig = hex(&[9u8; 64]);
+        let st = "5/4/0/0/0,7/-/80/80/1,1/1/2/3/1,1/1/0/0/0,1/1/0/0/0,1/1/0/0/0";
         assert_eq!(
-            parse_report(&format!("ok {sig} 4096 1500 77;E:0:0:0;F:80:5:9\n")).unwrap(),
+            parse_report(&format!("ok {sig} 4096 1500 77;E:0:0:0;F:80:5:9 {st}\n")).unwrap(),
             EvaluatorReport {
                 signature: [9u8; 64],
                 rss: Some(4096),
                 prepare: Duration::from_nanos(1500),
                 start: garble::trace::decode("77;E:0:0:0;F:80:5:9").unwrap(),
+                stages: crate::gc2pc::decode_stages(st).unwrap(),
             }
         );
-        let r = parse_report(&format!("ok {sig} - 7 8")).unwrap();
+        let r = parse_report(&format!("ok {sig} - 7 8 {st}")).unwrap();
         assert_eq!((r.rss, r.start.steps.len()), (None, 0));
+        assert_eq!(r.stages[1].cpu, None);
         for bad in [
+            format!("ok {sig} - 7 8"),
+            format!("ok {sig} - 7 8 1/1/1/1/1"),
+            format!("ok {sig} - 7 8 {st} extra"),
             format!("err {sig} 1 1 -"),
             format!("ok {sig}"),
             format!("ok {sig} 1"),

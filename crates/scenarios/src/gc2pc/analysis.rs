@@ -57,10 +57,15 @@ pub(super) fn add_stages(stages: &mut Stages, r: &SessionReport) {
 }
 
 /// Adds the evaluator's stages of one session ([`super::peer::PartyStage`], as its process
-/// reported them) to `stages`, as [`add_stages`] does the garbler's.
-pub(super) fn add_evaluator_stages(stages: &mut Stages, r: &[super::peer::PartyStage]) {
+/// reported them) to `stages` under the names `name(stage)`, as [`add_stages`] does the
+/// garbler's.
+pub(crate) fn add_evaluator_stages(
+    stages: &mut Stages,
+    r: &[super::peer::PartyStage],
+    name: impl Fn(Stage) -> &'static str,
+) {
     for s in r {
-        let name = s.stage.name();
+        let name = name(s.stage);
         stages.add(name, s.time, s.wire_received, s.wire_sent);
         stages.add_round_trips(name, s.round_trips);
         if let Some(c) = s.cpu {

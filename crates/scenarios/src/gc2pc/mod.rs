@@ -52,13 +52,15 @@ use measure::record::{Body, Check, Table, Value, Verdict};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
+pub(crate) use self::analysis::add_evaluator_stages;
 pub use self::analysis::stage_breakdown;
-use self::analysis::{
-    GateCosts, MICRO_KINDS, add_evaluator_stages, add_stages, gate_name, gate_table,
-};
+use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
 use self::net::{Compute, Model, add_predictions, link_params, net_params, open_net};
 pub use self::peer::{EVALUATOR_ENV, load_circuit, run_if_evaluator};
-pub(crate) use self::peer::{Token, run_child_if, spec_fields, spec_text, with_evaluator};
+pub(crate) use self::peer::{
+    PartyStage, Token, decode_stages, encode_stages, run_child_if, spec_fields, spec_text,
+    with_evaluator,
+};
 pub use self::peer::{TwoParty, two_party, two_party_both, two_party_over};
 use garble::link::Net;
 use garble::session::Stage;
@@ -581,7 +583,7 @@ impl Gc2pc {
             }
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
-            add_evaluator_stages(&mut estages, &both.evaluator_stages);
+            add_evaluator_stages(&mut estages, &both.evaluator_stages, Stage::name);
             let r = both.garbler;
             add_stages(&mut stages, &r);
             over.push(r.clone());

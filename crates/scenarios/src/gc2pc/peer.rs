@@ -236,7 +236,7 @@ pub struct PartyStage {
 
 /// A party's stages as one field: `time/cpu/received/sent/rounds` per stage of
 /// [`Stage::ALL`], `,`-separated, in ns and bytes; `-` for a CPU time not measured.
-fn encode_stages(r: &SessionReport) -> String {
+pub(crate) fn encode_stages(r: &SessionReport) -> String {
     let one = |s: Stage| {
         let st = r.stage(s);
         let cpu = st.cpu.map_or("-".to_owned(), |c| c.as_nanos().to_string());
@@ -248,7 +248,7 @@ fn encode_stages(r: &SessionReport) -> String {
 }
 
 /// The stages of [`encode_stages`]; `None` if any part is malformed.
-fn decode_stages(s: &str) -> Option<Vec<PartyStage>> {
+pub(crate) fn decode_stages(s: &str) -> Option<Vec<PartyStage>> {
     let parts: Vec<&str> = s.split(',').collect();
     if parts.len() != Stage::ALL.len() {
         return None;
