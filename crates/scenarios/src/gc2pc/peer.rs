@@ -226,7 +226,7 @@ pub struct PartyStage {
     pub time: Duration,
     /// CPU time in it, where measured ([`garble::session::StageReport::cpu`]).
     pub cpu: Option<Duration>,
-    /// Bytes read from and written to the socket in it.
+    /// Bytes read from the socket in it.
     pub wire_received: u64,
     /// Bytes written to the socket in it.
     pub wire_sent: u64,
