@@ -117,8 +117,13 @@ fn bundles(n: usize) -> impl Iterator<Item = (usize, usize)> {
 /// bundle of `t` OTs, `2^t` encrypted messages of `t` keys each.
 pub fn base_ot_bytes(n: usize) -> (u64, u64) {
     let receiver = 32 * bundles(n).count() as u64;
-    let sender = 32 + bundles(n).map(|(_, t)| 16 * (t << t) as u64).sum::<u64>();
-    (receiver, sender)
+    (receiver, 32 + sender_messages_bytes(n) as u64)
+}
+
+/// Bytes of the sender's encrypted keys for `n` base OTs (all it sends after `A`): `2^t`
+/// messages of `t` keys per bundle of `t` OTs.
+fn sender_messages_bytes(n: usize) -> usize {
+    bundles(n).map(|(_, t)| 16 * (t << t)).sum()
 }
 
 /// The pad that encrypts the message of index `j` of `bundle`: SHA-512 over
@@ -185,7 +190,7 @@ pub fn base_send<C: Channel>(
     // messages before it (`channel::RoundTrips` would count a round trip per
     // chunk, and a link's model would wait for them), while the receiver
     // reads them only once its own multiplications are done.
-    let mut msg = Vec::with_capacity(base_ot_bytes(n).1 as usize - 32);
+    let mut msg = Vec::with_capacity(sender_messages_bytes(n));
     for (c, chunk) in all.chunks(BASE_CHUNK).enumerate() {
         let k = chunk.len();
         ch.recv(&mut bs[..32 * k])?;
@@ -253,8 +258,7 @@ pub fn base_receive<C: Channel>(
     let cbs = send_points(ch, &index, &bhs, &multiples(&(half * big_a)))?;
     let shared = times_point(&bhs, &big_a);
     let enc = RistrettoPoint::double_and_compress_batch(&shared);
-    let (_, sent) = base_ot_bytes(choices.len());
-    let mut msgs = vec![0u8; sent as usize - 32];
+    let mut msgs = vec![0u8; sender_messages_bytes(choices.len())];
     ch.recv(&mut msgs)?;
     let mut out = Vec::with_capacity(choices.len());
     let mut at = 0;
