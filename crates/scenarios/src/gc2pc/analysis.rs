@@ -43,23 +43,16 @@ pub fn stage_breakdown(name: &str, r: &SessionReport) -> measure::record::StageB
     stages.finish(name, Some(r.total), None)
 }
 
+/// Adds the garbler's stages of one session to `stages` (see [`add_party_stages`]).
 pub(super) fn add_stages(stages: &mut Stages, r: &SessionReport) {
-    for st in Stage::ALL {
-        let s = r.stage(st);
-        // Bytes as the socket counted them (`wire_*`), not as the protocol handed them over.
-        stages.add(st.name(), s.time, s.wire_received, s.wire_sent);
-        stages.add_round_trips(st.name(), s.round_trips);
-        if let Some(c) = s.cpu {
-            stages.add_cpu(st.name(), c);
-        }
-    }
-    stages.end_run();
+    add_party_stages(stages, &super::peer::party_stages(r), Stage::name);
 }
 
-/// Adds the evaluator's stages of one session ([`super::peer::PartyStage`], as its process
-/// reported them) to `stages` under the names `name(stage)`, as [`add_stages`] does the
-/// garbler's.
-pub(crate) fn add_evaluator_stages(
+/// Adds a party's stages of one session ([`super::peer::PartyStage`]: the garbler's from its
+/// report, the evaluator's as its process reported them) to `stages` under the names
+/// `name(stage)`: time, bytes as the socket counted them (`wire_*`, not as the protocol
+/// handed them over), round trips and, where measured, CPU time.
+pub(crate) fn add_party_stages(
     stages: &mut Stages,
     r: &[super::peer::PartyStage],
     name: impl Fn(Stage) -> &'static str,

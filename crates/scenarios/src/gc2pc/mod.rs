@@ -52,7 +52,7 @@ use measure::record::{Body, Check, Table, Value, Verdict};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
-pub(crate) use self::analysis::add_evaluator_stages;
+pub(crate) use self::analysis::add_party_stages;
 pub use self::analysis::stage_breakdown;
 use self::analysis::{GateCosts, MICRO_KINDS, add_stages, gate_name, gate_table};
 use self::net::{Compute, Model, add_predictions, link_params, net_params, open_net};
@@ -583,7 +583,7 @@ impl Gc2pc {
             }
             busy[0].push(both.garbler.busy.as_nanos() as f64);
             busy[1].push(both.evaluator_busy.as_nanos() as f64);
-            add_evaluator_stages(&mut estages, &both.evaluator_stages, Stage::name);
+            add_party_stages(&mut estages, &both.evaluator_stages, Stage::name);
             let r = both.garbler;
             add_stages(&mut stages, &r);
             over.push(r.clone());

@@ -217,7 +217,8 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     ))
 }
 
-/// One stage of the evaluator as its process reports it to the garbler's.
+/// One stage of a party as its stage tables count it (the evaluator's as its process
+/// reports it to the garbler's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartyStage {
     /// The stage.
@@ -234,17 +235,38 @@ pub struct PartyStage {
     pub round_trips: u64,
 }
 
+/// A session's stages, in [`Stage::ALL`] order, with the bytes as the socket counted them.
+pub(crate) fn party_stages(r: &SessionReport) -> Vec<PartyStage> {
+    Stage::ALL
+        .iter()
+        .map(|&stage| {
+            let st = r.stage(stage);
+            PartyStage {
+                stage,
+                time: st.time,
+                cpu: st.cpu,
+                wire_received: st.wire_received,
+                wire_sent: st.wire_sent,
+                round_trips: st.round_trips,
+            }
+        })
+        .collect()
+}
+
 /// A party's stages as one field: `time/cpu/received/sent/rounds` per stage of
 /// [`Stage::ALL`], `,`-separated, in ns and bytes; `-` for a CPU time not measured.
 pub(crate) fn encode_stages(r: &SessionReport) -> String {
-    let one = |s: Stage| {
-        let st = r.stage(s);
+    let one = |st: PartyStage| {
         let cpu = st.cpu.map_or("-".to_owned(), |c| c.as_nanos().to_string());
         let t = st.time.as_nanos();
         let (i, o, n) = (st.wire_received, st.wire_sent, st.round_trips);
         format!("{t}/{cpu}/{i}/{o}/{n}")
     };
-    Stage::ALL.map(one).join(",")
+    party_stages(r)
+        .into_iter()
+        .map(one)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The stages of [`encode_stages`]; `None` if any part is malformed.
