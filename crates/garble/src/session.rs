@@ -93,8 +93,9 @@ use crate::trace::{StartTrace, StepLog};
 /// Protocol magic and version (3: the header names the garbling hash and
 /// carries MITCCRH's seed, and the Result stage has the output check; 4: the
 /// header names the garbling scheme too; 5: the base OTs go in bundles of
-/// four, [`crate::ot`]).
-pub const MAGIC: [u8; 8] = *b"CCGC\x00\x05\x00\x00";
+/// four, [`crate::ot`]; 6: the base OTs' pads hash a bundle's common block
+/// first).
+pub const MAGIC: [u8; 8] = *b"CCGC\x00\x06\x00\x00";
 
 /// Bytes of the header each party sends per computation: [`MAGIC`], the
 /// circuit digest, the number of evaluations, the computation's index in the

@@ -62,8 +62,9 @@ use crate::threehalves::{self, GateGarbler};
 /// the garbling hash and carries MITCCRH's seed, and the Result stage has the
 /// output check; 3: the header names the garbling scheme too, in the high 4
 /// bytes of the hash's id, as [`crate::session`]'s header does; 4: the base
-/// OTs go in bundles of four, [`crate::ot`]).
-pub const MAGIC: [u8; 8] = *b"CCGS\x00\x04\x00\x00";
+/// OTs go in bundles of four, [`crate::ot`]; 5: their pads hash a bundle's
+/// common block first).
+pub const MAGIC: [u8; 8] = *b"CCGS\x00\x05\x00\x00";
 
 #[inline(always)]
 fn put(buf: &mut [u8], b: Block) {
