@@ -34,7 +34,7 @@
 
 use crate::channel::{Channel, ChannelError};
 use crate::hash::{Block, Hasher};
-use crate::program::{ONE_SLOT, Program, Segment, ZERO_SLOT};
+use crate::program::{ONE_SLOT, Program, Run, ZERO_SLOT};
 
 /// AND gates hashed together.
 pub const BATCH: usize = 8;
@@ -211,19 +211,15 @@ pub fn garble_to<S: TableSink + ?Sized>(
     let mut l = Slots::new(prog, labels);
     l.set(ZERO_SLOT, Block::ZERO);
     l.set(ONE_SLOT, delta);
-    let (ands, xors) = (&prog.ands[..], &prog.xors[..]);
-    let (mut ai, mut fi) = (0usize, 0usize);
     let mut h = [Block::ZERO; 4 * BATCH];
     let mut tw = [Block::ZERO; 4 * BATCH];
     let mut a0s = [Block::ZERO; BATCH];
     let mut pbs = [false; BATCH];
     let mut outs = [0u32; BATCH];
     let fused = hasher.fused();
-    for seg in &prog.segments {
-        match *seg {
-            Segment::Ands(n) => {
-                let run = &ands[ai..ai + n as usize];
-                ai += n as usize;
+    for run in prog.runs() {
+        match run {
+            Run::Ands(run) => {
                 if fused {
                     // The whole run in the fused kernel, one piece per
                     // stretch of room in the sink.
@@ -277,10 +273,7 @@ pub fn garble_to<S: TableSink + ?Sized>(
                     *gate_counter += k as u64;
                 }
             }
-            Segment::Xors(n) => {
-                l.xor_run(&xors[fi..fi + n as usize]);
-                fi += n as usize;
-            }
+            Run::Xors(run) => l.xor_run(run),
         }
     }
     Ok(())
@@ -304,23 +297,19 @@ pub fn evaluate<E>(
     let mut l = Slots::new(prog, labels);
     l.set(ZERO_SLOT, Block::ZERO);
     l.set(ONE_SLOT, Block::ZERO);
-    let (ands, xors) = (&prog.ands[..], &prog.xors[..]);
     let mut buf = vec![0u8; CHUNK_BYTES];
-    let mut remaining = ands.len() * TABLE_BYTES;
+    let mut remaining = prog.and_gates() as usize * TABLE_BYTES;
     let mut pos = CHUNK_BYTES;
     let mut avail = 0usize;
-    let (mut ai, mut fi) = (0usize, 0usize);
     let mut h = [Block::ZERO; 2 * BATCH];
     let mut tw = [Block::ZERO; 2 * BATCH];
     let mut was = [Block::ZERO; BATCH];
     let mut sbs = [false; BATCH];
     let mut outs = [0u32; BATCH];
     let fused = hasher.fused();
-    for seg in &prog.segments {
-        match *seg {
-            Segment::Ands(n) => {
-                let run = &ands[ai..ai + n as usize];
-                ai += n as usize;
+    for run in prog.runs() {
+        match run {
+            Run::Ands(run) => {
                 if fused {
                     let mut reader = TableReader {
                         buf: &mut buf,
@@ -365,10 +354,7 @@ pub fn evaluate<E>(
                     *gate_counter += k as u64;
                 }
             }
-            Segment::Xors(n) => {
-                l.xor_run(&xors[fi..fi + n as usize]);
-                fi += n as usize;
-            }
+            Run::Xors(run) => l.xor_run(run),
         }
     }
     Ok(())

@@ -47,24 +47,20 @@ pub(crate) const ONE_SLOT: u32 = 1;
 /// Slots reserved for the constants before any wire gets one.
 const RESERVED_SLOTS: u32 = 2;
 
-/// A run of the schedule: `n` AND gates from `ands`, or `n` XOR gates from
-/// `xors`.
+/// A run of the schedule: the next `n` gates are AND gates, or XOR gates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Segment {
     Ands(u32),
     Xors(u32),
 }
 
-/// What a scheduled gate does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Op {
-    #[default]
-    Xor,
-    And,
-    Inv,
-    Eq0,
-    Eq1,
-    Eqw,
+/// A run of the schedule's gates, `[a, b, out]` over slots ([`Program::runs`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Run<'a> {
+    /// AND gates of one AND depth: independent of each other.
+    Ands(&'a [[u32; 3]]),
+    /// Free gates, each an XOR (see [`Program`]), in order.
+    Xors(&'a [[u32; 3]]),
 }
 
 /// The read of `a` is the last read of its wire: its slot is free after it.
@@ -74,51 +70,32 @@ const FREE_B: u8 = 2;
 /// The gate's output is never read (and is no circuit output).
 const DEAD: u8 = 4;
 
-/// A gate of the schedule during compilation: 16 bytes, read in order.
-#[derive(Clone, Copy, Debug, Default)]
-struct Packed {
-    a: u32,
-    b: u32,
-    out: u32,
-    /// The schedule key (for the runs of AND gates), less than 2^32.
-    key: u32,
-    op: Op,
-    /// Wires read: 0, 1 (`a`) or 2 (`a`, `b`).
-    reads: u8,
-    flags: u8,
-}
-
-impl Packed {
-    fn of(g: &Gate, key: u32) -> Packed {
-        let (op, a, b, out, reads) = match *g {
-            Gate::Xor { a, b, out } => (Op::Xor, a, b, out, 2),
-            Gate::And { a, b, out } => (Op::And, a, b, out, 2),
-            Gate::Inv { a, out } => (Op::Inv, a, 0, out, 1),
-            Gate::Eq { value, out } => (if value { Op::Eq1 } else { Op::Eq0 }, 0, 0, out, 0),
-            Gate::Eqw { a, out } => (Op::Eqw, a, 0, out, 1),
-        };
-        Packed {
-            a,
-            b,
-            out,
-            key,
-            op,
-            reads,
-            flags: 0,
-        }
+/// A gate as the wire triple `[a, b, out]` of an XOR (or an AND, which its kind
+/// tells): an operand that the gate does not read is one of two constant wires
+/// past the circuit's, numbered `zero` (slot [`ZERO_SLOT`]) and `one` (slot
+/// [`ONE_SLOT`]), so that INV is `a ^ 1`, EQ is `0 ^ 0` or `0 ^ 1` and EQW is
+/// `a ^ 0`, and no pass of the compiler branches on the kind of gate.
+#[inline(always)]
+fn triple(g: &Gate, zero: u32, one: u32) -> ([u32; 3], GateKind) {
+    match *g {
+        Gate::Xor { a, b, out } => ([a, b, out], GateKind::Xor),
+        Gate::And { a, b, out } => ([a, b, out], GateKind::And),
+        Gate::Inv { a, out } => ([a, one, out], GateKind::Inv),
+        Gate::Eq { value, out } => ([zero, if value { one } else { zero }, out], GateKind::Eq),
+        Gate::Eqw { a, out } => ([a, zero, out], GateKind::Eqw),
     }
 }
 
 /// A compiled circuit (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Program {
-    /// AND gates `[a, b, out]` over slots, in schedule order.
-    pub(crate) ands: Vec<[u32; 3]>,
-    /// Every other gate as an XOR `[a, b, out]` over slots: INV is XOR with
-    /// [`ONE_SLOT`], EQ 0/1 is XOR of [`ZERO_SLOT`] with itself/[`ONE_SLOT`],
-    /// EQW is XOR with [`ZERO_SLOT`]. Free gates thus need no dispatch.
-    pub(crate) xors: Vec<[u32; 3]>,
-    pub(crate) segments: Vec<Segment>,
+    /// Every gate `[a, b, out]` over slots, in schedule order: AND gates, and
+    /// every other gate as an XOR (INV is XOR with [`ONE_SLOT`], EQ 0/1 is XOR
+    /// of [`ZERO_SLOT`] with itself/[`ONE_SLOT`], EQW is XOR with
+    /// [`ZERO_SLOT`]), so free gates need no dispatch.
+    gates: Vec<[u32; 3]>,
+    /// The runs of `gates`, in order.
+    segments: Vec<Segment>,
     pub(crate) num_slots: u32,
     pub(crate) garbler_inputs: Vec<u32>,
     pub(crate) evaluator_inputs: Vec<u32>,
@@ -134,47 +111,46 @@ impl Program {
     /// wire-indexed ones only where it must (see the module documentation
     /// for what they compute):
     ///
-    /// 1. in circuit order: AND depth (a key per gate) and the gate counts;
-    /// 2. a counting sort that scatters each gate, packed into 16 bytes,
-    ///    straight to its place in the schedule (the circuit is read once, in
+    /// 1. in circuit order: AND depth per wire and the gates per key;
+    /// 2. a counting sort that scatters each gate, as a wire triple, straight
+    ///    to its place in the schedule (the circuit is read once more, in
     ///    order, and the later passes never gather from it);
     /// 3. backwards over the schedule: which read of each wire is its last,
     ///    and which gates assign a wire that is never read, from a bitset of
     ///    one bit a wire (it stays in cache where a `u32` a wire did not);
-    /// 4. forwards over the schedule: slots from the free list, the gate
-    ///    triples and the runs.
+    /// 4. forwards over the schedule: slots from the free list, written over
+    ///    the wire triples in place.
     ///
-    /// Then the digest, over the same bytes as before. The result is
-    /// identical to the first, gather-based compiler's (a test keeps that
-    /// one as the reference); on the dev VM `mul1024` (1.9 M gates) went
-    /// from about 205 ms to the figure in `docs/gc-2pc.md`.
+    /// Then the digest. The result is identical to the first, gather-based
+    /// compiler's (a test keeps that one as the reference). The memory is
+    /// what a party's first session pays for in page faults: besides the
+    /// program (12 bytes a gate), one `u32` a wire (depths, then slots) and
+    /// one byte a gate. Timings in `docs/gc-2pc.md` ("Compilation").
     pub fn compile(c: &Circuit) -> Program {
         let gates = c.gates();
         let nw = c.num_wires() as usize;
         let input_bits = c.input_bits();
-        // 1. Keys from AND depth, and the statistics.
-        let mut depth = vec![0u32; nw];
-        let mut keys = Vec::with_capacity(gates.len());
+        // The constant wires (see `triple`).
+        let (zero, one) = (nw as u32, nw as u32 + 1);
+        // 1. AND depth per wire, gates per key, the statistics. A wire is
+        // assigned once (`Circuit` checks), so its depth gives its gate's key
+        // again in pass 2 and no array of keys is kept.
+        let mut depth = vec![0u32; nw + 2];
+        let mut per_key: Vec<u32> = Vec::new();
         let mut by_kind = [0u64; 5];
-        let mut max_key = 0u32;
         for g in gates {
-            by_kind[g.kind() as usize] += 1;
-            let d = match *g {
-                Gate::Xor { a, b, .. } | Gate::And { a, b, .. } => {
-                    depth[a as usize].max(depth[b as usize])
-                }
-                Gate::Inv { a, .. } | Gate::Eqw { a, .. } => depth[a as usize],
-                Gate::Eq { .. } => 0,
-            };
-            let (d, key) = match g {
-                Gate::And { .. } => (d + 1, 2 * (d + 1)),
-                _ => (d, 2 * d + 1),
-            };
-            depth[g.output() as usize] = d;
-            keys.push(key);
-            max_key = max_key.max(key);
+            let ([a, b, out], kind) = triple(g, zero, one);
+            by_kind[kind as usize] += 1;
+            let and = u32::from(kind == GateKind::And);
+            let d = depth[a as usize].max(depth[b as usize]) + and;
+            depth[out as usize] = d;
+            let key = (2 * d + 1 - and) as usize;
+            if key >= per_key.len() {
+                per_key.resize(key + 1, 0);
+            }
+            per_key[key] += 1;
         }
-        drop(depth);
+        let max_key = per_key.len().saturating_sub(1) as u32;
         let stats = Stats {
             gates: gates.len() as u64,
             wires: nw as u64,
@@ -184,49 +160,59 @@ impl Program {
             evaluator_input_bits: c.evaluator_input_bits() as u64,
             output_bits: c.output_bits() as u64,
         };
-        // 2. Stable counting sort by key, scattering packed gates.
-        let mut start = vec![0u32; max_key as usize + 2];
-        for &k in &keys {
-            start[k as usize + 1] += 1;
+        // 2. Stable counting sort by key, scattering wire triples. A key's
+        // gates are all AND gates (even keys) or all free gates (odd keys):
+        // the runs follow from the counts. Free gates of consecutive odd keys
+        // form one run; AND gates of two keys never do.
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut next = Vec::with_capacity(per_key.len());
+        let mut at = 0u32;
+        for (key, &n) in per_key.iter().enumerate() {
+            next.push(at);
+            at += n;
+            match (segments.last_mut(), key % 2 == 0) {
+                _ if n == 0 => {}
+                (_, true) => segments.push(Segment::Ands(n)),
+                (Some(Segment::Xors(m)), false) => *m += n,
+                (_, false) => segments.push(Segment::Xors(n)),
+            }
         }
-        for i in 1..start.len() {
-            start[i] += start[i - 1];
+        drop(per_key);
+        let mut sched = vec![[0u32; 3]; gates.len()];
+        for g in gates {
+            let (t, kind) = triple(g, zero, one);
+            let and = u32::from(kind == GateKind::And);
+            let key = (2 * depth[t[2] as usize] + 1 - and) as usize;
+            sched[next[key] as usize] = t;
+            next[key] += 1;
         }
-        let mut sched = vec![Packed::default(); gates.len()];
-        for (g, &k) in gates.iter().zip(&keys) {
-            let at = &mut start[k as usize];
-            sched[*at as usize] = Packed::of(g, k);
-            *at += 1;
-        }
-        drop(start);
-        drop(keys);
+        drop(next);
         // 3. Last reads and dead outputs, backwards; outputs live forever.
-        let mut seen = vec![0u64; nw.div_ceil(64)];
-        let mut mark = |w: u32| -> bool {
+        // The constant wires are marked like the others and never freed.
+        let mut flags = vec![0u8; gates.len()];
+        let mut seen = vec![0u64; (nw + 2).div_ceil(64)];
+        let mut mark = |w: u32| -> u8 {
             let (i, bit) = (w as usize / 64, 1u64 << (w % 64));
             let first = seen[i] & bit == 0;
             seen[i] |= bit;
-            first
+            u8::from(first)
         };
         for w in c.output_wires() {
             mark(w);
         }
-        for p in sched.iter_mut().rev() {
-            if !mark(p.out) {
-                // Read later (or an output): not dead. `mark` set nothing new.
-            } else {
-                p.flags |= DEAD;
-            }
-            if p.reads >= 1 && mark(p.a) {
-                p.flags |= FREE_A;
-            }
-            if p.reads == 2 && mark(p.b) {
-                p.flags |= FREE_B;
-            }
+        for (&[a, b, out], f) in sched.iter().zip(flags.iter_mut()).rev() {
+            let dead = mark(out);
+            let free_a = mark(a) & u8::from(a < zero);
+            let free_b = mark(b) & u8::from(b < zero);
+            *f = dead * DEAD | free_a * FREE_A | free_b * FREE_B;
         }
         drop(seen);
-        // 4. Slots, triples and runs.
-        let mut slot = vec![u32::MAX; nw];
+        // 4. Slots, in the depths' memory, and the triples over slots in the
+        // wire triples' place.
+        let mut slot = depth;
+        slot.fill(u32::MAX);
+        slot[zero as usize] = ZERO_SLOT;
+        slot[one as usize] = ONE_SLOT;
         let mut free_slots: Vec<u32> = Vec::new();
         let mut num_slots = RESERVED_SLOTS;
         let mut alloc = |free_slots: &mut Vec<u32>| {
@@ -241,49 +227,25 @@ impl Program {
         let gbits = c.garbler_input_bits();
         let garbler_inputs = slot[..gbits].to_vec();
         let evaluator_inputs = slot[gbits..input_bits].to_vec();
-        let mut ands = Vec::with_capacity(by_kind[GateKind::And as usize] as usize);
-        let mut xors = Vec::with_capacity(gates.len() - ands.capacity());
-        let mut segments = Vec::new();
-        let mut prev_key = u32::MAX;
-        for p in &sched {
-            let ra = if p.reads >= 1 { slot[p.a as usize] } else { 0 };
-            let rb = if p.reads == 2 { slot[p.b as usize] } else { 0 };
-            if p.flags & FREE_A != 0 {
+        for (t, &f) in sched.iter_mut().zip(&flags) {
+            let (ra, rb) = (slot[t[0] as usize], slot[t[1] as usize]);
+            if f & FREE_A != 0 {
                 free_slots.push(ra);
             }
-            if p.flags & FREE_B != 0 {
+            if f & FREE_B != 0 {
                 free_slots.push(rb);
             }
             let out = alloc(&mut free_slots);
-            slot[p.out as usize] = out;
-            if p.flags & DEAD != 0 {
+            slot[t[2] as usize] = out;
+            if f & DEAD != 0 {
                 free_slots.push(out);
             }
-            let is_and = p.op == Op::And;
-            match p.op {
-                Op::And => ands.push([ra, rb, out]),
-                Op::Xor => xors.push([ra, rb, out]),
-                Op::Inv => xors.push([ra, ONE_SLOT, out]),
-                Op::Eq0 => xors.push([ZERO_SLOT, ZERO_SLOT, out]),
-                Op::Eq1 => xors.push([ZERO_SLOT, ONE_SLOT, out]),
-                Op::Eqw => xors.push([ra, ZERO_SLOT, out]),
-            }
-            match segments.last_mut() {
-                Some(Segment::Ands(n)) if is_and && p.key == prev_key => *n += 1,
-                Some(Segment::Xors(n)) if !is_and => *n += 1,
-                _ => segments.push(if is_and {
-                    Segment::Ands(1)
-                } else {
-                    Segment::Xors(1)
-                }),
-            }
-            prev_key = p.key;
+            *t = [ra, rb, out];
         }
-        drop(sched);
+        drop(flags);
         let outputs = c.output_wires().map(|w| slot[w as usize]).collect();
         Program {
-            ands,
-            xors,
+            gates: sched,
             segments,
             num_slots,
             garbler_inputs,
@@ -336,7 +298,21 @@ impl Program {
 
     /// AND gates per evaluation.
     pub fn and_gates(&self) -> u64 {
-        self.ands.len() as u64
+        self.stats.by_kind[GateKind::And as usize]
+    }
+
+    /// The schedule's runs, in order.
+    pub(crate) fn runs(&self) -> impl Iterator<Item = Run<'_>> {
+        let mut at = 0usize;
+        self.segments.iter().map(move |&seg| {
+            let (n, ands) = match seg {
+                Segment::Ands(n) => (n as usize, true),
+                Segment::Xors(n) => (n as usize, false),
+            };
+            let run = &self.gates[at..at + n];
+            at += n;
+            if ands { Run::Ands(run) } else { Run::Xors(run) }
+        })
     }
 
     /// Plain evaluation over slots (checks the schedule; tests use it).
@@ -349,11 +325,9 @@ impl Program {
         for (&s, &b) in self.evaluator_inputs.iter().zip(evaluator) {
             v[s as usize] = b;
         }
-        let (mut ai, mut fi) = (0usize, 0usize);
-        for seg in &self.segments {
-            match *seg {
-                Segment::Ands(n) => {
-                    let run = &self.ands[ai..ai + n as usize];
+        for run in self.runs() {
+            match run {
+                Run::Ands(run) => {
                     let vals: Vec<bool> = run
                         .iter()
                         .map(|&[a, b, _]| v[a as usize] & v[b as usize])
@@ -361,13 +335,11 @@ impl Program {
                     for (&[_, _, o], x) in run.iter().zip(vals) {
                         v[o as usize] = x;
                     }
-                    ai += n as usize;
                 }
-                Segment::Xors(n) => {
-                    for &[a, b, o] in &self.xors[fi..fi + n as usize] {
+                Run::Xors(run) => {
+                    for &[a, b, o] in run {
                         v[o as usize] = v[a as usize] ^ v[b as usize];
                     }
-                    fi += n as usize;
                 }
             }
         }
@@ -375,9 +347,15 @@ impl Program {
     }
 }
 
+/// SHA-256 over the circuit's layout, parties and gates. Each gate is its kind
+/// and three wire ids (`a`, `b`, `out`; an EQ's value as `a`, what a gate does
+/// not read as zero) of `W` bytes, the fewest that hold every wire id of the
+/// circuit: the width follows from the number of wires, which is hashed first,
+/// so the records have one length and the encoding is unambiguous. Below 65,536
+/// wires (AES-128, SHA-256) a gate is 7 bytes to hash instead of 13.
 fn digest(c: &Circuit) -> [u8; 32] {
     let mut h = Sha256::new();
-    h.update(b"ccbench-garble-circuit-v1");
+    h.update(b"ccbench-garble-circuit-v2");
     h.update(c.num_wires().to_le_bytes());
     h.update((c.garbler_values() as u64).to_le_bytes());
     for list in [c.inputs(), c.outputs()] {
@@ -386,13 +364,24 @@ fn digest(c: &Circuit) -> [u8; 32] {
             h.update(w.to_le_bytes());
         }
     }
-    // 13 bytes a gate, 4096 gates a block: fixed-size stores, no capacity
-    // checks, and SHA-256 (SHA-NI where present) over 52 KiB at a time.
-    const PER: usize = 13;
+    match c.num_wires().saturating_sub(1) {
+        0..=0xff => gate_records::<1>(c, &mut h),
+        0x100..=0xffff => gate_records::<2>(c, &mut h),
+        0x1_0000..=0xff_ffff => gate_records::<3>(c, &mut h),
+        _ => gate_records::<4>(c, &mut h),
+    }
+    h.finalize().into()
+}
+
+/// Hashes the gates as records of a kind byte and three `W`-byte wire ids, 4096
+/// gates at a time: fixed-size stores, and SHA-256 (SHA-NI where present) over
+/// whole buffers.
+fn gate_records<const W: usize>(c: &Circuit, h: &mut Sha256) {
     const GATES: usize = 4096;
-    let mut buf = vec![0u8; PER * GATES];
+    let per = 1 + 3 * W;
+    let mut buf = vec![0u8; per * GATES];
     for chunk in c.gates().chunks(GATES) {
-        for (g, rec) in chunk.iter().zip(buf.chunks_exact_mut(PER)) {
+        for (g, rec) in chunk.iter().zip(buf.chunks_exact_mut(per)) {
             let (t, a, b, o) = match *g {
                 Gate::Xor { a, b, out } => (0u8, a, b, out),
                 Gate::And { a, b, out } => (1, a, b, out),
@@ -401,13 +390,12 @@ fn digest(c: &Circuit) -> [u8; 32] {
                 Gate::Eqw { a, out } => (4, a, 0, out),
             };
             rec[0] = t;
-            rec[1..5].copy_from_slice(&a.to_le_bytes());
-            rec[5..9].copy_from_slice(&b.to_le_bytes());
-            rec[9..13].copy_from_slice(&o.to_le_bytes());
+            rec[1..1 + W].copy_from_slice(&a.to_le_bytes()[..W]);
+            rec[1 + W..1 + 2 * W].copy_from_slice(&b.to_le_bytes()[..W]);
+            rec[1 + 2 * W..1 + 3 * W].copy_from_slice(&o.to_le_bytes()[..W]);
         }
-        h.update(&buf[..PER * chunk.len()]);
+        h.update(&buf[..per * chunk.len()]);
     }
-    h.finalize().into()
 }
 
 #[cfg(test)]
@@ -480,8 +468,7 @@ mod tests {
             let gbits = c.garbler_input_bits();
             let garbler_inputs = slot[..gbits].to_vec();
             let evaluator_inputs = slot[gbits..input_bits].to_vec();
-            let mut ands = Vec::with_capacity(c.stats().and_gates() as usize);
-            let mut xors = Vec::new();
+            let mut triples = Vec::with_capacity(gates.len());
             let mut segments = Vec::new();
             let mut prev_key = u32::MAX;
             for (pos, &gi) in order.iter().enumerate() {
@@ -505,13 +492,13 @@ mod tests {
                 }
                 let is_and = matches!(g, Gate::And { .. });
                 match g {
-                    Gate::And { .. } => ands.push([read[0], read[1], out]),
-                    Gate::Xor { .. } => xors.push([read[0], read[1], out]),
-                    Gate::Inv { .. } => xors.push([read[0], ONE_SLOT, out]),
+                    Gate::And { .. } => triples.push([read[0], read[1], out]),
+                    Gate::Xor { .. } => triples.push([read[0], read[1], out]),
+                    Gate::Inv { .. } => triples.push([read[0], ONE_SLOT, out]),
                     Gate::Eq { value, .. } => {
-                        xors.push([ZERO_SLOT, if value { ONE_SLOT } else { ZERO_SLOT }, out])
+                        triples.push([ZERO_SLOT, if value { ONE_SLOT } else { ZERO_SLOT }, out])
                     }
-                    Gate::Eqw { .. } => xors.push([read[0], ZERO_SLOT, out]),
+                    Gate::Eqw { .. } => triples.push([read[0], ZERO_SLOT, out]),
                 }
                 match segments.last_mut() {
                     Some(Segment::Ands(n)) if is_and && key == prev_key => *n += 1,
@@ -526,8 +513,7 @@ mod tests {
             }
             let outputs = c.output_wires().map(|w| slot[w as usize]).collect();
             Program {
-                ands,
-                xors,
+                gates: triples,
                 segments,
                 num_slots,
                 garbler_inputs,
@@ -541,8 +527,7 @@ mod tests {
 
     fn same(c: &Circuit) {
         let (p, r) = (Program::compile(c), Program::compile_reference(c));
-        assert_eq!(p.ands, r.ands);
-        assert_eq!(p.xors, r.xors);
+        assert_eq!(p.gates, r.gates);
         assert_eq!(p.segments, r.segments);
         assert_eq!(p.num_slots, r.num_slots);
         assert_eq!(p.garbler_inputs, r.garbler_inputs);

@@ -136,7 +136,7 @@
 
 use crate::gc::{BATCH, CHUNK_BYTES, Chunks, Slots, TableReader, TableSink, TableSource, refill};
 use crate::hash::{Block, Hasher, Prg};
-use crate::program::{ONE_SLOT, Program, Segment, ZERO_SLOT};
+use crate::program::{ONE_SLOT, Program, Run, ZERO_SLOT};
 
 /// Bytes of garbled table per AND gate: three 8-byte halves and a byte of
 /// five control bits.
@@ -584,8 +584,6 @@ pub fn garble_to<S: TableSink + ?Sized>(
     let mut l = Slots::new(prog, labels);
     l.set(ZERO_SLOT, Block::ZERO);
     l.set(ONE_SLOT, delta);
-    let (ands, xors) = (&prog.ands[..], &prog.xors[..]);
-    let (mut ai, mut fi) = (0usize, 0usize);
     let mut coins = Coins {
         prg,
         bits: 0,
@@ -598,14 +596,12 @@ pub fn garble_to<S: TableSink + ?Sized>(
     let mut tw = [Block::ZERO; 3 * BATCH];
     let mut ab = [(Block::ZERO, Block::ZERO, 0u8, 0u8); BATCH];
     let mut outs = [0u32; BATCH];
-    for seg in &prog.segments {
-        match *seg {
-            Segment::Ands(n) => {
-                let run = &ands[ai..ai + n as usize];
-                ai += n as usize;
+    for run in prog.runs() {
+        match run {
+            Run::Ands(run) => {
                 // The fused kernels count tweaks in 64 bits.
                 let fits = gate_counter
-                    .checked_add(u64::from(n))
+                    .checked_add(run.len() as u64)
                     .is_some_and(|end| end < u64::MAX / 3);
                 if let Some(f) = flin.as_ref().filter(|_| fits) {
                     // The whole run in the fused kernel, one piece per stretch
@@ -667,10 +663,7 @@ pub fn garble_to<S: TableSink + ?Sized>(
                     *gate_counter += k as u64;
                 }
             }
-            Segment::Xors(n) => {
-                l.xor_run(&xors[fi..fi + n as usize]);
-                fi += n as usize;
-            }
+            Run::Xors(run) => l.xor_run(run),
         }
     }
     Ok(())
@@ -691,24 +684,20 @@ pub fn evaluate<E>(
     let mut l = Slots::new(prog, labels);
     l.set(ZERO_SLOT, Block::ZERO);
     l.set(ONE_SLOT, Block::ZERO);
-    let (ands, xors) = (&prog.ands[..], &prog.xors[..]);
     let mut buf = vec![0u8; CHUNK_BYTES];
-    let mut remaining = ands.len() * TABLE_BYTES;
+    let mut remaining = prog.and_gates() as usize * TABLE_BYTES;
     let mut pos = CHUNK_BYTES;
     let mut avail = 0usize;
-    let (mut ai, mut fi) = (0usize, 0usize);
     let mut h = [Block::ZERO; 3 * BATCH];
     let mut tw = [Block::ZERO; 3 * BATCH];
     let mut ws = [(Block::ZERO, Block::ZERO); BATCH];
     let mut outs = [0u32; BATCH];
     let fused = hasher.fused();
-    for seg in &prog.segments {
-        match *seg {
-            Segment::Ands(n) => {
-                let run = &ands[ai..ai + n as usize];
-                ai += n as usize;
+    for run in prog.runs() {
+        match run {
+            Run::Ands(run) => {
                 let fits = gate_counter
-                    .checked_add(u64::from(n))
+                    .checked_add(run.len() as u64)
                     .is_some_and(|end| end < u64::MAX / 3);
                 if fused && fits {
                     let mut reader = TableReader {
@@ -750,10 +739,7 @@ pub fn evaluate<E>(
                     *gate_counter += k as u64;
                 }
             }
-            Segment::Xors(n) => {
-                l.xor_run(&xors[fi..fi + n as usize]);
-                fi += n as usize;
-            }
+            Run::Xors(run) => l.xor_run(run),
         }
     }
     Ok(())
