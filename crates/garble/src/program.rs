@@ -204,7 +204,7 @@ impl Program {
             let dead = mark(out);
             let free_a = mark(a) & u8::from(a < zero);
             let free_b = mark(b) & u8::from(b < zero);
-            *f = dead * DEAD | free_a * FREE_A | free_b * FREE_B;
+            *f = (dead * DEAD) | (free_a * FREE_A) | (free_b * FREE_B);
         }
         drop(seen);
         // 4. Slots, in the depths' memory, and the triples over slots in the
@@ -520,9 +520,41 @@ mod tests {
                 evaluator_inputs,
                 outputs,
                 stats: c.stats(),
-                digest: digest(c),
+                digest: digest_reference(c),
             }
         }
+    }
+
+    /// The digest as `digest`'s documentation defines it, the whole message
+    /// built first: the width is the byte length of the largest wire id.
+    fn digest_reference(c: &Circuit) -> [u8; 32] {
+        let mut m = b"ccbench-garble-circuit-v2".to_vec();
+        m.extend(c.num_wires().to_le_bytes());
+        m.extend((c.garbler_values() as u64).to_le_bytes());
+        for list in [c.inputs(), c.outputs()] {
+            m.extend((list.len() as u64).to_le_bytes());
+            for w in list {
+                m.extend(w.to_le_bytes());
+            }
+        }
+        let largest = c.num_wires().saturating_sub(1);
+        let width = (1..=4)
+            .find(|&w| u64::from(largest) < 1u64 << (8 * w))
+            .unwrap();
+        for g in c.gates() {
+            let (kind, a, b) = match *g {
+                Gate::Xor { a, b, .. } => (0u8, a, b),
+                Gate::And { a, b, .. } => (1, a, b),
+                Gate::Inv { a, .. } => (2, a, 0),
+                Gate::Eq { value, .. } => (3, u32::from(value), 0),
+                Gate::Eqw { a, .. } => (4, a, 0),
+            };
+            m.push(kind);
+            for w in [a, b, g.output()] {
+                m.extend(&w.to_le_bytes()[..width]);
+            }
+        }
+        Sha256::digest(&m).into()
     }
 
     fn same(c: &Circuit) {
@@ -536,6 +568,33 @@ mod tests {
         assert_eq!(p.stats, r.stats);
         assert_eq!(p.stats, c.stats());
         assert_eq!(p.digest, r.digest);
+    }
+
+    /// The digest at each width the library and tests reach (1, 2 and 3 bytes a
+    /// wire id: fewer than 256, 65,536 and more wires), against the reference,
+    /// and changed when one gate changes.
+    #[test]
+    fn digest_matches_the_reference_at_every_width_and_sees_changes() {
+        for (n, widths) in [(40, 1), (400, 2), (70_000, 3)] {
+            let c = random_circuit(7, 3, 3, n, 4);
+            let largest = c.num_wires() - 1;
+            assert_eq!(
+                (1..=4).find(|&w| u64::from(largest) < 1u64 << (8 * w)),
+                Some(widths)
+            );
+            assert_eq!(digest(&c), digest_reference(&c), "{n} gates");
+            let mut gates = c.gates().to_vec();
+            let k = gates.len() - 5;
+            gates[k] = match gates[k] {
+                Gate::Eqw { a, out } => Gate::Inv { a, out },
+                g => Gate::Eqw {
+                    a: 0,
+                    out: g.output(),
+                },
+            };
+            let other = Circuit::new(c.num_wires(), vec![3, 3], vec![4], gates).unwrap();
+            assert_ne!(digest(&other), digest(&c), "{n} gates, one changed");
+        }
     }
 
     #[test]

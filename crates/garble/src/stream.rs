@@ -63,7 +63,8 @@ use crate::threehalves::{self, GateGarbler};
 /// output check; 3: the header names the garbling scheme too, in the high 4
 /// bytes of the hash's id, as [`crate::session`]'s header does; 4: the base
 /// OTs go in bundles of four, [`crate::ot`]; 5: their pads hash a bundle's
-/// common block first).
+/// common block first, and the digests of the generated circuit's pieces
+/// hash wire ids in fewer bytes).
 pub const MAGIC: [u8; 8] = *b"CCGS\x00\x05\x00\x00";
 
 #[inline(always)]
