@@ -116,16 +116,17 @@ impl Program {
     ///    to its place in the schedule (the circuit is read once more, in
     ///    order, and the later passes never gather from it);
     /// 3. backwards over the schedule: which read of each wire is its last,
-    ///    and which gates assign a wire that is never read, from a bitset of
-    ///    one bit a wire (it stays in cache where a `u32` a wire did not);
+    ///    and which gates assign a wire that is never read, from one byte a
+    ///    wire (a bitset made each mark wait for the one before it in the same
+    ///    word: nearby wires share one);
     /// 4. forwards over the schedule: slots from the free list, written over
     ///    the wire triples in place.
     ///
     /// Then the digest. The result is identical to the first, gather-based
     /// compiler's (a test keeps that one as the reference). The memory is
     /// what a party's first session pays for in page faults: besides the
-    /// program (12 bytes a gate), one `u32` a wire (depths, then slots) and
-    /// one byte a gate. Timings in `docs/gc-2pc.md` ("Compilation").
+    /// program (12 bytes a gate), five bytes a wire (depths, then slots, and
+    /// the marks of pass 3) and one byte a gate. Timings in `docs/gc-2pc.md` ("Compilation").
     pub fn compile(c: &Circuit) -> Program {
         let gates = c.gates();
         let nw = c.num_wires() as usize;
@@ -190,12 +191,11 @@ impl Program {
         // 3. Last reads and dead outputs, backwards; outputs live forever.
         // The constant wires are marked like the others and never freed.
         let mut flags = vec![0u8; gates.len()];
-        let mut seen = vec![0u64; (nw + 2).div_ceil(64)];
+        let mut seen = vec![0u8; nw + 2];
         let mut mark = |w: u32| -> u8 {
-            let (i, bit) = (w as usize / 64, 1u64 << (w % 64));
-            let first = seen[i] & bit == 0;
-            seen[i] |= bit;
-            u8::from(first)
+            let first = 1 - seen[w as usize];
+            seen[w as usize] = 1;
+            first
         };
         for w in c.output_wires() {
             mark(w);
