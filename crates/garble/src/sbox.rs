@@ -3,9 +3,9 @@
 //! combinational logic minimization technique with applications to
 //! cryptology", SEA 2010; circuit listing of the Yale Circuit Minimization
 //! Team). It is written once, generically over a Boolean algebra, and used
-//! by the circuit library (`Builder` wires) and by the AES key expansion of
-//! `hash` (machine words); the portable cipher itself is the fixsliced one in
-//! `hash::fixslice`.
+//! by the circuit library (`Builder` wires) and, in tests, by the bytewise
+//! reference key expansion of `hash` (machine words); the portable cipher
+//! itself is the fixsliced one in `hash::fixslice`.
 
 /// A Boolean algebra over `Self::T` (gates in a builder, or bitwise ops on
 /// words).
@@ -18,8 +18,10 @@ pub(crate) trait BoolOps {
 
 /// Bitwise operations on machine words: every bit position is an independent
 /// S-box evaluation (bitslicing).
+#[cfg(test)]
 pub(crate) struct Words;
 
+#[cfg(test)]
 macro_rules! words {
     ($t:ty) => {
         impl BoolOps for WordsOf<$t> {
@@ -41,16 +43,21 @@ macro_rules! words {
 }
 
 /// [`Words`] specialised to one word type.
+#[cfg(test)]
 pub(crate) struct WordsOf<T>(core::marker::PhantomData<T>);
 
+#[cfg(test)]
 impl Words {
     pub(crate) fn of<T>() -> WordsOf<T> {
         WordsOf(core::marker::PhantomData)
     }
 }
 
+#[cfg(test)]
 words!(u16);
+#[cfg(test)]
 words!(u128);
+#[cfg(test)]
 words!(bool);
 
 /// The forward AES S-box. `u[0]` is the most significant bit of the input
@@ -183,6 +190,7 @@ pub(crate) fn sbox<O: BoolOps>(o: &mut O, u: [O::T; 8]) -> [O::T; 8] {
 }
 
 /// The S-box on one byte (constant time: no table).
+#[cfg(test)]
 pub(crate) fn sbox_byte(x: u8) -> u8 {
     let u: [bool; 8] = core::array::from_fn(|i| (x >> (7 - i)) & 1 == 1);
     let s = sbox(&mut Words::of::<bool>(), u);

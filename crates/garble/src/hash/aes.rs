@@ -6,6 +6,7 @@ use std::fmt;
 use thiserror::Error;
 
 use super::{Block, portable};
+#[cfg(test)]
 use crate::sbox::sbox_byte;
 
 /// Which AES implementation to use.
@@ -87,7 +88,9 @@ pub const FIXED_KEY: [u8; 16] = [
     0x24, 0x3f, 0x6a, 0x88, 0x85, 0xa3, 0x08, 0xd3, 0x13, 0x19, 0x8a, 0x2e, 0x03, 0x70, 0x73, 0x44,
 ];
 
-/// The FIPS-197 key expansion, bytewise (AES-NI loads these round keys).
+/// The FIPS-197 key expansion, bytewise: the tests' reference for the AES-NI
+/// one, which the AES-NI backend uses.
+#[cfg(test)]
 pub(super) fn expand_key(key: [u8; 16]) -> [[u8; 16]; 11] {
     let mut rk = [[0u8; 16]; 11];
     rk[0] = key;
@@ -143,12 +146,17 @@ impl Aes128 {
             return Err(BackendUnavailable(backend));
         }
         Ok(match backend {
+            #[cfg(target_arch = "x86_64")]
             Backend::AesNi => Aes128 {
                 keys: Keys::Ni {
-                    rk: expand_key(key),
+                    // SAFETY: `backend.available()` confirmed AES-NI, SSE2 and
+                    // SSSE3 at run time, the features `expand_key_ni` enables.
+                    rk: unsafe { super::ni::expand_key_ni(key) },
                     vaes: vaes_available(),
                 },
             },
+            #[cfg(not(target_arch = "x86_64"))]
+            Backend::AesNi => unreachable!("AES-NI is never available off x86-64"),
             Backend::Portable => Aes128::portable(key),
         })
     }
