@@ -11,7 +11,8 @@
 //!   (k_{0, i_0} || k_{1, i_1} || k_{2, i_2} || k_{3, i_3})` (`i_m` the
 //!   bits of `i`), so the receiver decrypts `E_j` into the keys of its
 //!   choices and learns nothing of the others. `H` is SHA-512 over a
-//!   label, the bundle's number, `A`, `B`, `i` and the point. Semi-honest security:
+//!   label, the bundle's number, `A`, `B`, `i` and the point (the first
+//!   four fill one block, hashed once per bundle). Semi-honest security:
 //!   `B` is uniform whatever `j` is; for `i != j`, `a(B - iA) = bA + (j -
 //!   i) a^2 G`, which the receiver cannot compute from `A = aG` (CDH, in
 //!   the random-oracle model, as for `n = 2`), so the other pads are random
