@@ -28,7 +28,8 @@
 //!   "Batching Base Oblivious Transfers", ASIACRYPT 2021, ask of a batch).
 //!   The receiver's index is selected in constant time, both in its point
 //!   and among the sender's messages. The receiver's points go out in
-//!   chunks of eight, so the sender's work overlaps the receiver's; every
+//!   chunks (one bundle first, then eight), so the sender's work overlaps
+//!   the receiver's; every
 //!   point is computed halved and encoded with a batch compression (one
 //!   inversion per batch). A known-answer test and a plain reference
 //!   implementation pin the keys. Known caveats of CO15: its original UC
@@ -104,6 +105,28 @@ const _: () = assert!(BUNDLE_BITS >= 1 && BUNDLE_BITS <= 4);
 /// Bundles per message of the receiver: the sender starts on the first
 /// points while the receiver still computes the rest.
 const BASE_CHUNK: usize = 8;
+
+/// Bundles in the receiver's first message: one, so that the sender, whose
+/// work per bundle is several times the receiver's, starts as soon as it can
+/// (`cargo bench -p garble --bench gc -- baseot`, alternated four times on the
+/// dev VM: receiver wall 2.73-3.02 ms against 3.08-3.25 with two bundles
+/// first and 3.21-4.43 with eight).
+const FIRST_CHUNK: usize = 1;
+
+/// The receiver's messages as ranges of bundle numbers, for `bundles` bundles:
+/// [`FIRST_CHUNK`], then [`BASE_CHUNK`] each (the last perhaps fewer).
+fn chunks(bundles: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let size = if at == 0 { FIRST_CHUNK } else { BASE_CHUNK };
+        let end = (at + size).min(bundles);
+        (at < bundles).then(|| {
+            let r = at..end;
+            at = end;
+            r
+        })
+    })
+}
 
 /// The bundles of `n` base OTs: `(first OT, OTs in it)` for each, every one
 /// full but perhaps the last.
@@ -212,7 +235,8 @@ pub fn base_send<C: Channel>(
     // chunk, and a link's model would wait for them), while the receiver
     // reads them only once its own multiplications are done.
     let mut msg = Vec::with_capacity(sender_messages_bytes(n));
-    for (c, chunk) in all.chunks(BASE_CHUNK).enumerate() {
+    for range in chunks(all.len()) {
+        let chunk = &all[range.clone()];
         let k = chunk.len();
         ch.recv(&mut bs[..32 * k])?;
         halves.clear();
@@ -226,7 +250,7 @@ pub fn base_send<C: Channel>(
         let enc = RistrettoPoint::double_and_compress_batch(&halves);
         let mut points = enc.iter();
         for (j, (&(first, t), cb)) in chunk.iter().zip(&cbs).enumerate() {
-            let bundle = c * BASE_CHUNK + j;
+            let bundle = range.start + j;
             let pads = BundlePads::new(bundle, &ca, cb);
             for (idx, p) in (0..1usize << t).zip(&mut points) {
                 let pad = pads.pad(idx, p);
@@ -304,7 +328,7 @@ pub fn base_receive<C: Channel>(
 }
 
 /// The receiver's points `B/2 = (b/2) G + j (A/2)` (`ja2[j]` is `j (A/2)`,
-/// selected in constant time), sent in chunks of `BASE_CHUNK`; returns
+/// selected in constant time), sent in the messages of [`chunks`]; returns
 /// their encodings (of `B`).
 fn send_points<C: Channel>(
     ch: &mut C,
@@ -315,7 +339,8 @@ fn send_points<C: Channel>(
     let mut cbs = Vec::with_capacity(index.len());
     let mut pts = Vec::with_capacity(BASE_CHUNK);
     let mut msg = Vec::with_capacity(32 * BASE_CHUNK);
-    for (chunk, bh) in index.chunks(BASE_CHUNK).zip(bhs.chunks(BASE_CHUNK)) {
+    for range in chunks(index.len()) {
+        let (chunk, bh) = (&index[range.clone()], &bhs[range]);
         pts.clear();
         for (&j, bh) in chunk.iter().zip(bh) {
             let mut off = RistrettoPoint::identity();
