@@ -778,6 +778,17 @@ mod tests {
         }
     }
 
+    /// The receiver's messages cover every bundle once, in order: one bundle first, then
+    /// eight a message.
+    #[test]
+    fn receiver_messages_are_one_bundle_then_eight() {
+        let all = |n| chunks(n).collect::<Vec<_>>();
+        assert_eq!(all(0), vec![]);
+        assert_eq!(all(1), vec![0..1]);
+        assert_eq!(all(2), vec![0..1, 1..2]);
+        assert_eq!(all(32), vec![0..1, 1..9, 9..17, 17..25, 25..32]);
+    }
+
     /// The tests above run one of the two ways of multiplying by `A` (the
     /// number of bundles and the machine decide which); both must give the
     /// same points.
