@@ -86,6 +86,13 @@ fn triple(g: &Gate, zero: u32, one: u32) -> ([u32; 3], GateKind) {
     }
 }
 
+/// The schedule key of a gate of `kind` whose output has AND depth `d` (see the
+/// module documentation): `2d` for an AND gate, `2d + 1` for any other.
+#[inline(always)]
+fn schedule_key(d: u32, kind: GateKind) -> usize {
+    (2 * d + u32::from(kind != GateKind::And)) as usize
+}
+
 /// A compiled circuit (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Program {
@@ -145,7 +152,7 @@ impl Program {
             let and = u32::from(kind == GateKind::And);
             let d = depth[a as usize].max(depth[b as usize]) + and;
             depth[out as usize] = d;
-            let key = (2 * d + 1 - and) as usize;
+            let key = schedule_key(d, kind);
             if key >= per_key.len() {
                 per_key.resize(key + 1, 0);
             }
@@ -182,8 +189,7 @@ impl Program {
         let mut sched = vec![[0u32; 3]; gates.len()];
         for g in gates {
             let (t, kind) = triple(g, zero, one);
-            let and = u32::from(kind == GateKind::And);
-            let key = (2 * depth[t[2] as usize] + 1 - and) as usize;
+            let key = schedule_key(depth[t[2] as usize], kind);
             sched[next[key] as usize] = t;
             next[key] += 1;
         }
