@@ -726,7 +726,7 @@ impl Scenario for Ed25519Pc {
             }
             stages.end_run();
             crate::gc2pc::add_party_stages(&mut estages, &signed.evaluator_stages, stage_name);
-            over.push(signed.report.clone());
+            over.push((signed.report.clone(), signed.evaluator_start.clone()));
             totals.push(r.total.as_nanos() as f64);
             garbles.push(r.stage(Stage::Garble).time.as_nanos() as f64);
             setup.push(
@@ -774,12 +774,12 @@ impl Scenario for Ed25519Pc {
             )?;
             let compute = crate::gc2pc::net::Compute::with_evaluator(&base, &base_e)
                 .ok_or_else(|| ScenarioError::step("loopback baseline", "no signature"))?;
-            for r in &over {
+            for (r, e) in &over {
                 let total = crate::gc2pc::net::add_predictions(
                     &mut stages,
                     stage_name,
                     &model,
-                    r,
+                    (r, e),
                     &compute,
                 );
                 predicted.push(total.as_secs_f64());

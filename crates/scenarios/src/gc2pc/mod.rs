@@ -586,7 +586,7 @@ impl Gc2pc {
             add_party_stages(&mut estages, &both.evaluator_stages, Stage::name);
             let r = both.garbler;
             add_stages(&mut stages, &r);
-            over.push(r.clone());
+            over.push((r.clone(), both.evaluator_start.clone()));
             totals.push(r.total.as_nanos() as f64);
             let expected = garble::session::expected_wire_bytes_with(c, 1, scheme).0;
             let tables = scheme.table_bytes() as u64 * and;
@@ -610,8 +610,8 @@ impl Gc2pc {
         // stage its predicted time over the link.
         if !net.is_loopback() {
             let base = loopback_baseline(ctx, name, 1, &base, p())?;
-            for r in &over {
-                add_predictions(&mut stages, Stage::name, model, r, &base);
+            for (r, e) in &over {
+                add_predictions(&mut stages, Stage::name, model, (r, e), &base);
             }
         }
         let min = costs.garble_ns(&stats) * plan.sessions as f64;
@@ -670,7 +670,7 @@ impl Gc2pc {
                 busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
                 let r = both.garbler;
                 add_stages(&mut stages, &r);
-                over.push(r.clone());
+                over.push((r.clone(), both.evaluator_start));
                 total += r.total.as_nanos() as f64;
                 per_eval.push(r.total.as_nanos() as f64 / evals as f64);
             }
@@ -698,7 +698,7 @@ impl Gc2pc {
                 .find(|f| f.circuit == name && f.scheme == sc && h == hash)
             {
                 f.bulk_mand = Some(and as f64 / median * 1e3);
-                f.bytes_per_and = over.first().map(|r| {
+                f.bytes_per_and = over.first().map(|(r, _)| {
                     r.stage(Stage::Garble).bytes_sent as f64 / (and * evals).max(1) as f64
                 });
             }
@@ -706,8 +706,8 @@ impl Gc2pc {
                 bulk = median;
                 if predicted {
                     let base = loopback_baseline(ctx, name, evals, &base, bp.clone())?;
-                    for r in &over {
-                        add_predictions(&mut stages, Stage::name, model, r, &base);
+                    for (r, e) in &over {
+                        add_predictions(&mut stages, Stage::name, model, (r, e), &base);
                     }
                 }
                 if headline {

@@ -281,8 +281,19 @@ impl Model {
     ///   ([`super::replay::added_by`], the median over the sessions): these stages wait for
     ///   what the peer computed meanwhile (its compile, its base OTs), which the formulas
     ///   above count as a round trip after the stage's own compute whichever party was
-    ///   first.
-    pub fn predict(&self, r: &SessionReport, compute: &Compute) -> [Duration; Stage::ALL.len()] {
+    ///   first. The replay starts the two parties as far apart as they started in the
+    ///   session predicted (`evaluator`, that session's evaluator's start trace; an empty
+    ///   trace: as over loopback, plus one delay for the evaluator's token).
+    ///
+    /// What the bucket holds is used by the next bytes, whichever stage sends them: the
+    /// garbler's socket takes a single-shot session's tables in Result, after two stages
+    /// (Peer Inputs, Garble) that send little or nothing.
+    pub fn predict(
+        &self,
+        r: &SessionReport,
+        evaluator: &StartTrace,
+        compute: &Compute,
+    ) -> [Duration; Stage::ALL.len()] {
         let mut out = [Duration::ZERO; Stage::ALL.len()];
         let Some(rate) = self.profile.rate_bytes_per_s() else {
             for (o, &s) in out.iter_mut().zip(&Stage::ALL) {
@@ -296,13 +307,16 @@ impl Model {
         let wire = super::replay::Wire {
             one_way: self.profile.rtt / 2,
             rate: Some(rate),
+            start_lag: super::replay::start_lag(&r.start, evaluator),
         };
         let added = super::replay::added_by(&compute.starts, wire);
         for (o, &s) in out.iter_mut().zip(&Stage::ALL) {
             let st = r.stage(s);
             let transfer = (st.wire_sent + st.wire_received) as f64 / rate;
             // What the bucket still holds from the last wait leaves at once.
-            let transfer = transfer - std::mem::take(&mut credit).min(transfer);
+            let used = credit.min(transfer);
+            credit -= used;
+            let transfer = transfer - used;
             let c = compute.stage(s).as_secs_f64();
             let t = if st.round_trips > 0 {
                 let rounds = st.round_trips as f64 * rtt;
@@ -326,9 +340,10 @@ impl Model {
                     c + rounds + backlog + transfer - tail
                 };
                 // The wait refilled the bucket: the tail leaves at once up to its depth.
-                let at_once = refill.min(tail);
+                credit = credit.max(refill);
+                let at_once = credit.min(tail);
                 backlog = tail - at_once;
-                credit = refill - at_once;
+                credit -= at_once;
                 t
             } else {
                 let need = backlog + transfer;
@@ -337,28 +352,28 @@ impl Model {
                 t
             };
             let replayed = super::replay::STAGES.iter().position(|&x| x == s);
-            let t = match (added, replayed) {
-                (Some(a), Some(k)) => (c + a[k]).max(0.0),
-                _ => t,
-            };
             *o = Duration::from_secs_f64(t);
         }
         out
     }
 }
 
-/// Adds the predictions of session `r`'s stages over the link of `model` to `stages`,
+/// Adds the predictions of session `r`'s stages (the garbler's report, with the evaluator's
+/// start trace of the same session, [`Model::predict`]) over the link of `model` to `stages`,
 /// under the names `name(stage)` (the breakdown's own names); returns the session's
 /// predicted total.
 pub fn add_predictions(
     stages: &mut Stages,
     name: impl Fn(Stage) -> &'static str,
     model: &Model,
-    r: &SessionReport,
+    (r, evaluator): (&SessionReport, &StartTrace),
     compute: &Compute,
 ) -> Duration {
     let mut total = Duration::ZERO;
-    for (s, t) in Stage::ALL.into_iter().zip(model.predict(r, compute)) {
+    for (s, t) in Stage::ALL
+        .into_iter()
+        .zip(model.predict(r, evaluator, compute))
+    {
         stages.add_predicted(name(s), t);
         total += t;
     }
@@ -437,7 +452,7 @@ mod tests {
             queue: Duration::ZERO,
             refill: Duration::ZERO,
         }
-        .predict(&over, &compute);
+        .predict(&over, &StartTrace::default(), &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 150.0);
         // Init: one 20 ms round trip, 120 bytes (4.8 µs), 2 ms of compute.
         assert_eq!(ms(p[Stage::Init as usize]), 22.005);
@@ -453,19 +468,28 @@ mod tests {
             refill: Duration::ZERO,
             ..queued
         };
-        let p = queued.predict(&over, &compute);
+        let p = queued.predict(&over, &StartTrace::default(), &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 110.0);
         assert_eq!(ms(p[Stage::Result as usize]), 66.0);
         // A compute-bound stream leaves nothing behind.
         let slow = [report([0, 0, 0, 0, 300, 0], [0; 6], [0; 6])];
-        let p = queued.predict(&over, &Compute::of(&slow).unwrap());
+        let p = queued.predict(&over, &StartTrace::default(), &Compute::of(&slow).unwrap());
         assert_eq!(ms(p[Stage::Garble as usize]), 300.0);
         assert_eq!(ms(p[Stage::Result as usize]), 20.0);
         let mut st = Stages::new();
-        let total = add_predictions(&mut st, Stage::name, &queued, &over, &compute);
+        let total = add_predictions(
+            &mut st,
+            Stage::name,
+            &queued,
+            (&over, &StartTrace::default()),
+            &compute,
+        );
         assert_eq!(
             total,
-            queued.predict(&over, &compute).iter().sum::<Duration>()
+            queued
+                .predict(&over, &StartTrace::default(), &compute)
+                .iter()
+                .sum::<Duration>()
         );
         let b = st.finish("x", None, None);
         let garble = b.stages[4].predicted_ns.unwrap();
@@ -498,7 +522,7 @@ mod tests {
             queue: Duration::from_millis(100),
             ..lan
         };
-        let p = lan.predict(&r, &compute);
+        let p = lan.predict(&r, &StartTrace::default(), &compute);
         // Peer Inputs: its round trip (its tail goes on without it).
         assert_eq!(ms(p[Stage::PeerInputs as usize]), 1.0);
         assert_eq!(ms(p[Stage::Garble as usize]), 0.0);
@@ -510,14 +534,37 @@ mod tests {
             refill: Duration::ZERO,
             ..lan.clone()
         };
-        let p = none.predict(&r, &compute);
+        let p = none.predict(&r, &StartTrace::default(), &compute);
         assert_eq!(ms(p[Stage::Result as usize]), 17.4);
         // A tail longer than the bucket (1.6 ms): 0.6 ms of it stays queued, and Garble's
         // bytes get nothing of the bucket.
         r.stages[Stage::PeerInputs as usize].tail_sent = 200_000;
         r.stages[Stage::PeerInputs as usize].wire_sent = 200_000;
-        let p = lan.predict(&r, &compute);
+        let p = lan.predict(&r, &StartTrace::default(), &compute);
         assert_eq!(ms(p[Stage::Result as usize]), 1.0 + 0.6 + 16.0);
+    }
+
+    /// What the bucket holds after a wait goes to the next bytes sent, however many stages
+    /// later: a single-shot session's tables leave the garbler's socket in Result, after
+    /// Peer Inputs (a little) and Garble (nothing).
+    #[test]
+    fn the_bucket_carries_to_the_next_bytes_whichever_stage_sends_them() {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e3 * 1e3).round() / 1e3;
+        let compute = Compute::of(&[report([0; 6], [0; 6], [0; 6])]).unwrap();
+        // `lan`, 125 kB a ms: OT Init waits (the bucket is full, 1 ms), Peer Inputs sends
+        // 25 kB (0.2 ms), Garble nothing, Result 200 kB (1.6 ms) and waits once.
+        let lan = Model {
+            queue: Duration::from_millis(100),
+            ..Model::new("lan".parse().unwrap(), Duration::from_millis(1))
+        };
+        let mut r = report([0; 6], [0, 0, 1, 0, 0, 1], [0, 0, 0, 25_000, 0, 200_000]);
+        for st in &mut r.stages {
+            st.wire_received = 0;
+        }
+        let p = lan.predict(&r, &StartTrace::default(), &compute);
+        assert_eq!(ms(p[Stage::PeerInputs as usize]), 0.0);
+        // The 0.8 ms left in the bucket after Peer Inputs take 100 kB of Result's 200 kB.
+        assert_eq!(ms(p[Stage::Result as usize]), 1.0 + 1.6 - 0.8);
     }
 
     /// A Garble stage with a round trip inside (a mid-circuit reveal): the tables sent after
@@ -546,32 +593,32 @@ mod tests {
         };
         // No queue: the stage waits for all its bytes, which its 6 ms of garbling
         // overlap, and its round trip; nothing carries over.
-        let p = model(0).predict(&r, &compute);
+        let p = model(0).predict(&r, &StartTrace::default(), &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 120.0);
         assert_eq!(ms(p[Stage::Result as usize]), 26.0);
         // A queue of 15 ms holds 15 of the tail's 20 ms: Garble ends 15 ms sooner, and
         // Result waits for them before its answer.
-        let p = model(15).predict(&r, &compute);
+        let p = model(15).predict(&r, &StartTrace::default(), &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 105.0);
         assert_eq!(ms(p[Stage::Result as usize]), 41.0);
         // A queue longer than the tail holds all of it but the 2 ms the link carried while
         // the tail was garbled.
-        let p = model(300).predict(&r, &compute);
+        let p = model(300).predict(&r, &StartTrace::default(), &compute);
         assert_eq!(ms(p[Stage::Garble as usize]), 102.0);
         assert_eq!(ms(p[Stage::Result as usize]), 44.0);
         // A tail garbled slower than the link carries it leaves nothing queued.
-        let p = model(300).predict(&r, &with_tail(30, 25));
+        let p = model(300).predict(&r, &StartTrace::default(), &with_tail(30, 25));
         assert_eq!(ms(p[Stage::Garble as usize]), 120.0);
         assert_eq!(ms(p[Stage::Result as usize]), 26.0);
         // Garbling slower than the link: the compute, then the round trip.
         let slow = Compute::of(&[report([0, 2, 0, 0, 300, 6], [0; 6], [0; 6])]).unwrap();
-        let p = model(0).predict(&r, &slow);
+        let p = model(0).predict(&r, &StartTrace::default(), &slow);
         assert_eq!(ms(p[Stage::Garble as usize]), 320.0);
         // Any other waiting stage computes, then sends: Peer Inputs with 2.5 MB.
         let mut pi = report([0; 6], [0, 1, 0, 1, 0, 1], [0, 80, 0, 2_500_000, 0, 0]);
         pi.stages[Stage::PeerInputs as usize].wire_received = 0;
         let c = Compute::of(&[report([0, 2, 0, 50, 0, 6], [0; 6], [0; 6])]).unwrap();
-        let p = model(0).predict(&pi, &c);
+        let p = model(0).predict(&pi, &StartTrace::default(), &c);
         assert_eq!(ms(p[Stage::PeerInputs as usize]), 170.0);
     }
 

@@ -6,9 +6,14 @@
 //! on the link at once (behind any bytes still leaving at the link's rate) and they arrive
 //! one delay later, and a receive ends when the bytes it waits for have arrived, or at once
 //! if they already had. The evaluator starts its session at 0 and the garbler as much later
-//! as it did over loopback (the traces' origins, on the machine's monotonic clock: the
-//! garbler starts once it has seen the evaluator's token, which the evaluator sends just
-//! before its session) plus one delay, the token's way across the link.
+//! as it did in the session predicted ([`Wire::start_lag`], the traces' origins on the
+//! machine's monotonic clock: the garbler starts once it has seen the evaluator's token,
+//! which the evaluator sends just before its session), or, where that is not known, as it
+//! did over loopback plus one delay, the token's way across the link. (The start is the
+//! harness's: over an emulated link it also holds the link's set-up of the connection, a
+//! proxy's accept and connect and its threads' start, 0.1-3.8 ms on the 2-vCPU dev VM,
+//! which no profile describes; a garbler that starts later waits less for the evaluator's
+//! compilation in Init.)
 //!
 //! What it leaves out: the receive's own copy (small before garbling), the link's
 //! queueing beyond its rate (a session's start sends a few kilobytes), and that the two
@@ -30,6 +35,10 @@ pub struct Wire {
     pub one_way: Duration,
     /// Bytes per second; `None` for no limit.
     pub rate: Option<f64>,
+    /// How much later than the evaluator the garbler started its session over the link, in
+    /// the session predicted ([`start_lag`]; negative: sooner); `None`: as in each loopback
+    /// session replayed, plus [`Wire::one_way`].
+    pub start_lag: Option<f64>,
 }
 
 impl Wire {
@@ -37,7 +46,14 @@ impl Wire {
     pub const NONE: Wire = Wire {
         one_way: Duration::ZERO,
         rate: None,
+        start_lag: None,
     };
+}
+
+/// How much later than the evaluator (trace `e`) the garbler (trace `g`) started its
+/// session, in seconds (negative: sooner); `None` when either trace is missing.
+pub fn start_lag(g: &StartTrace, e: &StartTrace) -> Option<f64> {
+    (!g.is_empty() && !e.is_empty()).then(|| g.origin.as_secs_f64() - e.origin.as_secs_f64())
 }
 
 /// One party as the replay runs it.
@@ -114,9 +130,12 @@ impl<'a> Party<'a> {
 /// evaluator's `e`, of one session, run over `wire`; `None` when the traces do not fit
 /// together (a receive of bytes the peer never flushed, or no Garble stage).
 pub fn garbler_start(g: &StartTrace, e: &StartTrace, wire: Wire) -> Option<[Duration; 4]> {
-    let lag = g.origin.saturating_sub(e.origin) + wire.one_way;
-    let mut gp = Party::new(&g.steps, lag.as_secs_f64());
-    let mut ep = Party::new(&e.steps, 0.0);
+    let lag = match wire.start_lag {
+        Some(lag) => lag,
+        None => g.origin.as_secs_f64() - e.origin.as_secs_f64() + wire.one_way.as_secs_f64(),
+    };
+    let mut gp = Party::new(&g.steps, lag.max(0.0));
+    let mut ep = Party::new(&e.steps, (-lag).max(0.0));
     while !gp.done() {
         let ran_g = gp.run(&ep.out, wire);
         let ran_e = !ep.done() && ep.run(&gp.out, wire);
@@ -254,6 +273,7 @@ mod tests {
         let wire = Wire {
             one_way: ms(0.5),
             rate: None,
+            start_lag: None,
         };
         // The evaluator compiles faster and answers the header as soon as it arrives: Init
         // is the round trip. Its base OTs end 1 ms before the garbler's over loopback
@@ -283,6 +303,39 @@ mod tests {
     }
 
     #[test]
+    fn the_parties_start_as_far_apart_as_in_the_session_predicted() {
+        // The evaluator compiles 3 ms longer than the garbler. Over loopback plus one
+        // delay for its token, the garbler waits 3 ms for its answer (above); in a session
+        // whose garbler started 3.5 ms after the evaluator (the link's set-up of the
+        // connection), the evaluator is ready first and Init is the round trip.
+        let (g, e) = session(33.0, 3.0);
+        let wire = Wire {
+            one_way: ms(0.5),
+            rate: None,
+            start_lag: Some(3.5e-3),
+        };
+        let got = garbler_start(&g, &e, wire).unwrap();
+        assert!(close(got[1], 1.0), "Init {:?}", got[1]);
+        // A garbler that started 5 ms before the evaluator (negative lag) waits 5 ms more
+        // for the evaluator's compilation: 28 ms against its own 30, plus 5, plus nothing
+        // for a wire of no delay.
+        let (g, e) = session(28.0, 3.0);
+        let sooner = Wire {
+            start_lag: Some(-5e-3),
+            ..Wire::NONE
+        };
+        let got = garbler_start(&g, &e, sooner).unwrap();
+        assert!(close(got[1], 3.0), "Init {:?}", got[1]);
+        // The lag of two traces: the garbler's origin less the evaluator's.
+        let late = StartTrace {
+            origin: e.origin + ms(1.5),
+            ..g.clone()
+        };
+        assert!((start_lag(&late, &e).unwrap() - 1.5e-3).abs() < 1e-12);
+        assert_eq!(start_lag(&StartTrace::default(), &e), None);
+    }
+
+    #[test]
     fn the_rate_delays_what_a_flush_sends() {
         // The evaluator waits in Peer Inputs: the garbler's chunks and then the evaluator's
         // matrix are on its critical path, and each takes its bytes at the rate more.
@@ -290,6 +343,7 @@ mod tests {
         let slow = Wire {
             one_way: ms(0.5),
             rate: Some(12.0e6),
+            start_lag: None,
         };
         let fast = Wire { rate: None, ..slow };
         let (a, b) = (
@@ -355,6 +409,7 @@ mod tests {
         let far = Wire {
             one_way: Duration::from_secs(1),
             rate: None,
+            start_lag: None,
         };
         let added = added_by(&[(g.clone(), e.clone())], far).unwrap();
         assert!(added[1] > 1.9, "Init {added:?}");
@@ -370,6 +425,7 @@ mod tests {
         let wire = Wire {
             one_way: ms(0.5),
             rate: None,
+            start_lag: None,
         };
         let pairs = vec![session(28.0, 3.0), session(28.0, 5.0), session(28.0, 9.0)];
         let added = added_by(&pairs, wire).unwrap();
