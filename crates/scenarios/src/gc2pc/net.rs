@@ -287,7 +287,10 @@ impl Model {
     ///
     /// What the bucket holds is used by the next bytes, whichever stage sends them: the
     /// garbler's socket takes a single-shot session's tables in Result, after two stages
-    /// (Peer Inputs, Garble) that send little or nothing.
+    /// (Peer Inputs, Garble) that send little or nothing. In a session of several
+    /// evaluations, what the garbler's socket sent while it was in Result counts with
+    /// Garble's bytes: Result is entered between Garble stages, once per evaluation, while
+    /// the tables stream.
     pub fn predict(
         &self,
         r: &SessionReport,
@@ -310,9 +313,24 @@ impl Model {
             start_lag: super::replay::start_lag(&r.start, evaluator),
         };
         let added = super::replay::added_by(&compute.starts, wire);
+        // In a session of several evaluations the garbler enters Result once per evaluation,
+        // between two Garble stages (to encode that evaluation's outputs), and its socket
+        // sends the tables meanwhile: the bytes sent in Result are the stream's, counted with
+        // Garble's; Result keeps what it received (the outputs).
+        let several = r.evaluations > 1;
+        let bytes = |s: Stage| {
+            let st = r.stage(s);
+            match s {
+                Stage::Garble if several => {
+                    st.wire_sent + st.wire_received + r.stage(Stage::Result).wire_sent
+                }
+                Stage::Result if several => st.wire_received,
+                _ => st.wire_sent + st.wire_received,
+            }
+        };
         for (o, &s) in out.iter_mut().zip(&Stage::ALL) {
             let st = r.stage(s);
-            let transfer = (st.wire_sent + st.wire_received) as f64 / rate;
+            let transfer = bytes(s) as f64 / rate;
             // What the bucket still holds from the last wait leaves at once.
             let used = credit.min(transfer);
             credit -= used;
@@ -352,6 +370,10 @@ impl Model {
                 t
             };
             let replayed = super::replay::STAGES.iter().position(|&x| x == s);
+            let t = match (added, replayed) {
+                (Some(a), Some(k)) => (c + a[k]).max(0.0),
+                _ => t,
+            };
             *o = Duration::from_secs_f64(t);
         }
         out
@@ -565,6 +587,62 @@ mod tests {
         assert_eq!(ms(p[Stage::PeerInputs as usize]), 0.0);
         // The 0.8 ms left in the bucket after Peer Inputs take 100 kB of Result's 200 kB.
         assert_eq!(ms(p[Stage::Result as usize]), 1.0 + 1.6 - 0.8);
+    }
+
+    /// The stages before garbling are the replay's: in a session whose garbler started 10 s
+    /// before its evaluator, Init waits those 10 s and the answer's way back (the header was
+    /// there before the evaluator started), which no round trip of the formula gives.
+    #[test]
+    fn the_stages_before_garbling_replay_the_session_predicted() {
+        let c = garble::library::aes128();
+        let run = garble::microbench::loopback_2pc(&c, 1, &Default::default()).unwrap();
+        let (g, e) = (run.garbler.start.clone(), run.evaluator.start.clone());
+        let compute = Compute::with_evaluator(&[run.garbler.clone()], &[e.clone()]).unwrap();
+        let model = Model::new("rate=1gbit,rtt=2s".parse().unwrap(), Duration::ZERO);
+        let later = StartTrace {
+            origin: g.origin + Duration::from_secs(10),
+            ..e.clone()
+        };
+        let init = |ev: &StartTrace| model.predict(&run.garbler, ev, &compute)[1].as_secs_f64();
+        // As the loopback session started (plus the token's delay): the round trip.
+        let usual = init(&e);
+        assert!((1.9..3.0).contains(&usual), "{usual}");
+        let waited = init(&later);
+        assert!((10.9..11.5).contains(&waited), "{waited}");
+        // An unknown start: as over loopback.
+        assert_eq!(init(&StartTrace::default()), usual);
+    }
+
+    /// In a session of several evaluations, the bytes the garbler's socket sent while it was
+    /// in Result (entered once per evaluation, between Garble stages) stream with Garble's.
+    #[test]
+    fn a_bulk_sessions_result_bytes_stream_with_garble() {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e3 * 1e3).round() / 1e3;
+        let compute = Compute::of(&[report([0, 0, 0, 0, 0, 3], [0; 6], [0; 6])]).unwrap();
+        let lan = Model {
+            queue: Duration::from_millis(10),
+            refill: Duration::ZERO,
+            ..Model::new("lan".parse().unwrap(), Duration::from_millis(1))
+        };
+        // 100 MB in Garble and 25 MB in Result (800 and 200 ms at 125 MB/s).
+        let mut r = report(
+            [0; 6],
+            [0, 0, 0, 0, 0, 1],
+            [0, 0, 0, 0, 100_000_000, 25_000_000],
+        );
+        for st in &mut r.stages {
+            st.wire_received = 0;
+        }
+        r.stages[Stage::Result as usize].wire_received = 125_000;
+        // One evaluation: Result waits for its own 200 ms and the outputs' 1 ms.
+        let p = lan.predict(&r, &StartTrace::default(), &compute);
+        assert_eq!(ms(p[Stage::Garble as usize]), 790.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 3.0 + 1.0 + 10.0 + 201.0);
+        // Several: Garble streams all 1000 ms less the queue, Result drains the queue.
+        r.evaluations = 8;
+        let p = lan.predict(&r, &StartTrace::default(), &compute);
+        assert_eq!(ms(p[Stage::Garble as usize]), 990.0);
+        assert_eq!(ms(p[Stage::Result as usize]), 3.0 + 1.0 + 10.0 + 1.0);
     }
 
     /// A Garble stage with a round trip inside (a mid-circuit reveal): the tables sent after
