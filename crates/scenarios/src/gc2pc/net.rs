@@ -597,7 +597,9 @@ mod tests {
         let c = garble::library::aes128();
         let run = garble::microbench::loopback_2pc(&c, 1, &Default::default()).unwrap();
         let (g, e) = (run.garbler.start.clone(), run.evaluator.start.clone());
-        let compute = Compute::with_evaluator(&[run.garbler.clone()], &[e.clone()]).unwrap();
+        let compute =
+            Compute::with_evaluator(std::slice::from_ref(&run.garbler), std::slice::from_ref(&e))
+                .unwrap();
         let model = Model::new("rate=1gbit,rtt=2s".parse().unwrap(), Duration::ZERO);
         let later = StartTrace {
             origin: g.origin + Duration::from_secs(10),

@@ -53,7 +53,7 @@ impl Wire {
 /// How much later than the evaluator (trace `e`) the garbler (trace `g`) started its
 /// session, in seconds (negative: sooner); `None` when either trace is missing.
 pub fn start_lag(g: &StartTrace, e: &StartTrace) -> Option<f64> {
-    (!g.is_empty() && !e.is_empty()).then(|| g.origin.as_secs_f64() - e.origin.as_secs_f64())
+    (!g.is_empty() && !e.is_empty()).then_some(g.origin.as_secs_f64() - e.origin.as_secs_f64())
 }
 
 /// One party as the replay runs it.
