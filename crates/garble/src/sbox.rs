@@ -4,11 +4,11 @@
 //! cryptology", SEA 2010; circuit listing of the Yale Circuit Minimization
 //! Team). It is written once, generically over a Boolean algebra, and used
 //! by the circuit library (`Builder` wires) and, in tests, by the bytewise
-//! reference key expansion of `hash` (machine words); the portable cipher
+//! reference key expansion of `hash` (single bits); the portable cipher
 //! itself is the fixsliced one in `hash::fixslice`.
 
-/// A Boolean algebra over `Self::T` (gates in a builder, or bitwise ops on
-/// words).
+/// A Boolean algebra over `Self::T` (gates in a builder, or operations on
+/// bits).
 pub(crate) trait BoolOps {
     type T: Copy;
     fn xor(&mut self, a: Self::T, b: Self::T) -> Self::T;
@@ -16,49 +16,23 @@ pub(crate) trait BoolOps {
     fn not(&mut self, a: Self::T) -> Self::T;
 }
 
-/// Bitwise operations on machine words: every bit position is an independent
-/// S-box evaluation (bitslicing).
+/// Boolean operations on single bits, for the S-box on one byte ([`sbox_byte`]).
 #[cfg(test)]
-pub(crate) struct Words;
+struct Bits;
 
 #[cfg(test)]
-macro_rules! words {
-    ($t:ty) => {
-        impl BoolOps for WordsOf<$t> {
-            type T = $t;
-            #[inline(always)]
-            fn xor(&mut self, a: $t, b: $t) -> $t {
-                a ^ b
-            }
-            #[inline(always)]
-            fn and(&mut self, a: $t, b: $t) -> $t {
-                a & b
-            }
-            #[inline(always)]
-            fn not(&mut self, a: $t) -> $t {
-                !a
-            }
-        }
-    };
-}
-
-/// [`Words`] specialised to one word type.
-#[cfg(test)]
-pub(crate) struct WordsOf<T>(core::marker::PhantomData<T>);
-
-#[cfg(test)]
-impl Words {
-    pub(crate) fn of<T>() -> WordsOf<T> {
-        WordsOf(core::marker::PhantomData)
+impl BoolOps for Bits {
+    type T = bool;
+    fn xor(&mut self, a: bool, b: bool) -> bool {
+        a ^ b
+    }
+    fn and(&mut self, a: bool, b: bool) -> bool {
+        a & b
+    }
+    fn not(&mut self, a: bool) -> bool {
+        !a
     }
 }
-
-#[cfg(test)]
-words!(u16);
-#[cfg(test)]
-words!(u128);
-#[cfg(test)]
-words!(bool);
 
 /// The forward AES S-box. `u[0]` is the most significant bit of the input
 /// byte, `u[7]` the least; the output uses the same order.
@@ -193,7 +167,7 @@ pub(crate) fn sbox<O: BoolOps>(o: &mut O, u: [O::T; 8]) -> [O::T; 8] {
 #[cfg(test)]
 pub(crate) fn sbox_byte(x: u8) -> u8 {
     let u: [bool; 8] = core::array::from_fn(|i| (x >> (7 - i)) & 1 == 1);
-    let s = sbox(&mut Words::of::<bool>(), u);
+    let s = sbox(&mut Bits, u);
     s.iter().fold(0u8, |acc, &b| (acc << 1) | u8::from(b))
 }
 
