@@ -737,7 +737,7 @@ const ACCEPT_WAIT: Duration = Duration::from_millis(20);
 fn wait_for_connection(listener: &TcpListener) {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let timeout = Timespec {
-        tv_sec: 0,
+        tv_sec: ACCEPT_WAIT.as_secs() as i64,
         tv_nsec: i64::from(ACCEPT_WAIT.subsec_nanos()),
     };
     let _ = poll(&mut [PollFd::new(listener, PollFlags::IN)], Some(&timeout));
