@@ -726,7 +726,7 @@ impl Scenario for Ed25519Pc {
             }
             stages.end_run();
             crate::gc2pc::add_party_stages(&mut estages, &signed.evaluator_stages, stage_name);
-            over.push((signed.report.clone(), signed.evaluator_start.clone()));
+            over.push((signed.report.clone(), signed.evaluator_start));
             totals.push(r.total.as_nanos() as f64);
             garbles.push(r.stage(Stage::Garble).time.as_nanos() as f64);
             setup.push(

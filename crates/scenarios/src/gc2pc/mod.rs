@@ -586,7 +586,7 @@ impl Gc2pc {
             add_party_stages(&mut estages, &both.evaluator_stages, Stage::name);
             let r = both.garbler;
             add_stages(&mut stages, &r);
-            over.push((r.clone(), both.evaluator_start.clone()));
+            over.push((r.clone(), both.evaluator_start));
             totals.push(r.total.as_nanos() as f64);
             let expected = garble::session::expected_wire_bytes_with(c, 1, scheme).0;
             let tables = scheme.table_bytes() as u64 * and;
