@@ -1,43 +1,61 @@
 //! Oblivious transfer for the evaluator's input labels (semi-honest).
 //!
 //! * Base OT: Chou and Orlandi, "The Simplest Protocol for Oblivious
-//!   Transfer" (LATINCRYPT 2015), over the Ristretto group of Curve25519
-//!   (curve25519-dalek), in its 1-out-of-`n` form (the paper's section 3),
-//!   `n = 2^t` with `t = 4`: each 1-out-of-16 OT carries four 1-out-of-2 OTs
-//!   (a "bundle"). The sender publishes `A = aG`; for index `j` (the
-//!   bundle's four choice bits) the receiver sends `B = bG + jA` and gets
-//!   the pad `H(bA)`; the sender derives the pads `p_i = H(a(B - iA))` for
-//!   every `i < 16`, draws the bundle's eight keys and sends `E_i = p_i ^
-//!   (k_{0, i_0} || k_{1, i_1} || k_{2, i_2} || k_{3, i_3})` (`i_m` the
-//!   bits of `i`), so the receiver decrypts `E_j` into the keys of its
-//!   choices and learns nothing of the others. `H` is SHA-512 over a
-//!   label, the bundle's number, `A`, `B`, `i` and the point (the first
-//!   four fill one block, hashed once per bundle). Semi-honest security:
-//!   `B` is uniform whatever `j` is; for `i != j`, `a(B - iA) = bA + (j -
-//!   i) a^2 G`, which the receiver cannot compute from `A = aG` (CDH, in
-//!   the random-oracle model, as for `n = 2`), so the other pads are random
-//!   to it. Why bundles: every Diffie-Hellman base OT costs its sender one
-//!   variable-base multiplication per instance (by its secret `a`), and the
-//!   receiver two multiplications; a bundle pays them once for four OTs, at
-//!   sixteen batch-compressed points and pads for the sender and `16 t` bytes
-//!   per message (32 KiB from the sender for the 128 base OTs of the
-//!   extension, which sent 32 bytes before bundles; the receiver's points
-//!   went from 4 KiB to 1 KiB). Measured in `docs/gc-2pc.md` ("Base OTs in
-//!   bundles"). One `A` serves all instances (fine against semi-honest
-//!   parties, and hashed into every pad as McQuoid, Rosulek and Roy,
-//!   "Batching Base Oblivious Transfers", ASIACRYPT 2021, ask of a batch).
-//!   The receiver's index is selected in constant time, both in its point
-//!   and among the sender's messages. The receiver's points go out in
-//!   chunks (one bundle first, then eight), so the sender's work overlaps
-//!   the receiver's; every
-//!   point is computed halved and encoded with a batch compression (one
-//!   inversion per batch). A known-answer test and a plain reference
-//!   implementation pin the keys. Known caveats of CO15: its original UC
-//!   proof against malicious parties is flawed (Genc, Iovino, Rial, "'The
-//!   Simplest Protocol for Oblivious Transfer' Revisited", 2017; Hauck and
-//!   Loss, "Efficient and Universally Composable Protocols for Oblivious
-//!   Transfer from the CDH Assumption", 2017); we rely on it only against
-//!   semi-honest parties, for which the CDH argument of CO15 holds.
+//!   Transfer" (LATINCRYPT 2015), over the prime-order subgroup of the
+//!   Edwards curve of Ed25519 (curve25519-dalek), in its 1-out-of-`n` form
+//!   (the paper's section 3), `n = 2^t` with `t = 4`: each 1-out-of-16 OT
+//!   carries four 1-out-of-2 OTs (a "bundle"). The sender publishes
+//!   `A = aG`; for index `j` (the bundle's four choice bits) the receiver
+//!   sends `B = bG + jA` and gets the pad `H(bA)`; the sender derives the
+//!   pads `p_i = H(a(B - iA))` for every `i < 16`, draws the bundle's eight
+//!   keys and sends `E_i = p_i ^ (k_{0, i_0} || k_{1, i_1} || k_{2, i_2} ||
+//!   k_{3, i_3})` (`i_m` the bits of `i`), so the receiver decrypts `E_j`
+//!   into the keys of its choices and learns nothing of the others. `H` is
+//!   SHA-512 over a label, the bundle's number, `A`, `B`, `i` and the point
+//!   (the first four fill one block, hashed once per bundle). Semi-honest
+//!   security: `B` is uniform whatever `j` is; for `i != j`, `a(B - iA) =
+//!   bA + (j - i) a^2 G`, which the receiver cannot compute from `A = aG`
+//!   (CDH, in the random-oracle model, as for `n = 2`), so the other pads
+//!   are random to it. Why bundles: every Diffie-Hellman base OT costs its
+//!   sender one variable-base multiplication per instance (by its secret
+//!   `a`), and the receiver two multiplications; a bundle pays them once
+//!   for four OTs, at sixteen batch-compressed points and pads for the
+//!   sender and `16 t` bytes per message (32 KiB from the sender for the
+//!   128 base OTs of the extension, which sent 32 bytes before bundles; the
+//!   receiver's points went from 4 KiB to 1 KiB). Measured in
+//!   `docs/gc-2pc.md` ("Base OTs in bundles"). One `A` serves all instances
+//!   (fine against semi-honest parties, and hashed into every pad as
+//!   McQuoid, Rosulek and Roy, "Batching Base Oblivious Transfers",
+//!   ASIACRYPT 2021, ask of a batch). The receiver's index is selected in
+//!   constant time, both in its point and among the sender's messages. The
+//!   receiver's points go out in chunks (one bundle first, then eight), so
+//!   the sender's work overlaps the receiver's; every point is encoded with
+//!   a batch compression (one inversion per batch). A known-answer test and
+//!   a plain reference implementation pin the keys.
+//!
+//!   The group is the prime-order subgroup of the Edwards curve, not
+//!   Ristretto, for speed: a Ristretto encoding costs an inverse square root
+//!   per point even in a batch, an Edwards encoding one inversion per batch,
+//!   and the sender encodes sixteen points a bundle on the base OTs'
+//!   critical path (measured in `docs/gc-2pc.md`, "Base OTs on Edwards
+//!   points"). The price is the cofactor 8, which each party clears from the
+//!   point it receives: the protocol above runs with `A' = 8A` in place of
+//!   `A` (the sender's secret is then `8a`, and `H` still hashes the `A` that
+//!   was sent) and with `8B` where the sender multiplies `B`: the sender's
+//!   points are `a 8B - i 8a A'`, the receiver's `bA'`, and a point of small
+//!   order is refused. For honest parties this is the protocol above with
+//!   the uniform secret `8a`. Against a dishonest one it keeps every point
+//!   that is multiplied in the prime-order subgroup: an `A` with a torsion
+//!   part would otherwise make the torsion part of `B = bG + jA` reveal `j`
+//!   modulo its order. An Edwards point has one encoding (a non-canonical
+//!   `y` is refused on the wire), so both parties hash the same bytes.
+//!
+//!   Known caveats of CO15: its original UC proof against malicious parties
+//!   is flawed (Genc, Iovino, Rial, "'The Simplest Protocol for Oblivious
+//!   Transfer' Revisited", 2017; Hauck and Loss, "Efficient and Universally
+//!   Composable Protocols for Oblivious Transfer from the CDH Assumption",
+//!   2017); we rely on it only against semi-honest parties, for which the
+//!   CDH argument of CO15 holds.
 //! * Extension: Ishai, Kilian, Nissim, Petrank, "Extending Oblivious
 //!   Transfers Efficiently" (CRYPTO 2003), in its correlated form: 128 base
 //!   OTs with the roles reversed seed 128 column PRGs (AES-CTR); per batch of
@@ -48,9 +66,9 @@
 //!   y_i`, i.e. `L0_i ^ r_i R`. `H` is the garbling hash (a tweakable
 //!   correlation-robust hash), with tweaks disjoint from the gate tweaks.
 
-use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsBasepointTable, EdwardsPoint};
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::{Identity, IsIdentity};
+use curve25519_dalek::traits::{BasepointTable, Identity, IsIdentity};
 use sha2::{Digest, Sha512};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 use thiserror::Error;
@@ -78,21 +96,21 @@ fn random_scalar(rng: &mut Prg) -> Scalar {
     Scalar::from_bytes_mod_order_wide(&b)
 }
 
-fn decompress(bytes: &[u8]) -> Result<(CompressedRistretto, RistrettoPoint), OtError> {
-    let c = CompressedRistretto::from_slice(bytes).map_err(|_| OtError::Malformed("point size"))?;
+/// A peer's point: its encoding, which must be canonical (`y < p`, so that
+/// a point has one encoding on the wire, as it has in the hashes), and the
+/// point. Whether it is of small order or has a torsion part is for the
+/// caller to check (see the module documentation).
+fn decompress(bytes: &[u8]) -> Result<(CompressedEdwardsY, EdwardsPoint), OtError> {
+    let c = CompressedEdwardsY::from_slice(bytes).map_err(|_| OtError::Malformed("point size"))?;
+    // y >= p = 2^255 - 19 (little endian: 0xed, then 0xff, then 0x7f with the sign bit).
+    let y = c.as_bytes();
+    if y[0] >= 0xed && y[1..31].iter().all(|&b| b == 0xff) && y[31] & 0x7f == 0x7f {
+        return Err(OtError::Malformed("a non-canonical point encoding"));
+    }
     let p = c
         .decompress()
-        .ok_or(OtError::Malformed("not a Ristretto point"))?;
+        .ok_or(OtError::Malformed("not a point of the curve"))?;
     Ok((c, p))
-}
-
-/// `1/2` modulo the group order. Every point this module hashes or sends is
-/// computed as half of itself and encoded by
-/// [`RistrettoPoint::double_and_compress_batch`]: one field inversion per
-/// batch instead of one inverse square root per point (5 us each on the dev
-/// VM), with exactly the bytes that `compress` gives for the whole point.
-fn half() -> Scalar {
-    Scalar::from(2u64).invert()
 }
 
 /// Base OTs carried by one 1-out-of-`2^BUNDLE_BITS` OT (a "bundle"; see the
@@ -153,7 +171,7 @@ fn sender_messages_bytes(n: usize) -> usize {
 /// The domain label that opens every pad's hash input, zero-padded so that the label,
 /// the bundle's number, `A` and `B` fill SHA-512's first 128-byte block exactly.
 const PAD_LABEL: [u8; 56] = {
-    let name = b"ccbench-garble-co15-1ofn-v2";
+    let name = b"ccbench-garble-co15-1ofn-ed-v3";
     let mut l = [0u8; 56];
     let mut i = 0;
     while i < name.len() {
@@ -172,7 +190,7 @@ const PAD_LABEL: [u8; 56] = {
 struct BundlePads(Sha512);
 
 impl BundlePads {
-    fn new(bundle: usize, a: &CompressedRistretto, b: &CompressedRistretto) -> BundlePads {
+    fn new(bundle: usize, a: &CompressedEdwardsY, b: &CompressedEdwardsY) -> BundlePads {
         let mut h = Sha512::new();
         h.update(PAD_LABEL);
         h.update((bundle as u64).to_le_bytes());
@@ -182,7 +200,7 @@ impl BundlePads {
     }
 
     /// The pad of index `j` with shared point `p`.
-    fn pad(&self, j: usize, p: &CompressedRistretto) -> [u8; 64] {
+    fn pad(&self, j: usize, p: &CompressedEdwardsY) -> [u8; 64] {
         let mut h = self.0.clone();
         h.update((j as u64).to_le_bytes());
         h.update(p.as_bytes());
@@ -199,35 +217,36 @@ fn xor16(a: &[u8], b: &[u8]) -> Block {
 }
 
 /// `j P` for `j < 2^BUNDLE_BITS`.
-fn multiples(p: &RistrettoPoint) -> Vec<RistrettoPoint> {
-    std::iter::successors(Some(RistrettoPoint::identity()), |q| Some(q + p))
+fn multiples(p: &EdwardsPoint) -> Vec<EdwardsPoint> {
+    std::iter::successors(Some(EdwardsPoint::identity()), |q| Some(q + p))
         .take(1 << BUNDLE_BITS)
         .collect()
 }
 
 /// Base OT, sender side: `n` random OTs, returns the key pairs.
 ///
-/// Costs per bundle of `BUNDLE_BITS` OTs: one decompression, one
-/// variable-base multiplication (constant time; `a` is secret), `2^t`
-/// points of two batch compressions and `2^t` SHA-512 pads.
+/// Costs per bundle of `BUNDLE_BITS` OTs: one decompression, three
+/// doublings (the cofactor), one variable-base multiplication (constant
+/// time; `a` is secret), `2^t` points of two batch compressions and `2^t`
+/// SHA-512 pads.
 pub fn base_send<C: Channel>(
     ch: &mut C,
     n: usize,
     rng: &mut Prg,
 ) -> Result<Vec<[Block; 2]>, OtError> {
     let a = random_scalar(rng);
-    let big_a = RistrettoPoint::mul_base(&a);
+    let big_a = EdwardsPoint::mul_base(&a);
     let ca = big_a.compress();
     ch.send(ca.as_bytes())?;
     ch.flush()?;
     // The keys to transfer, drawn now, in OT order.
     let keys: Vec<[Block; 2]> = (0..n).map(|_| [rng.block(), rng.block()]).collect();
-    // Index j's point a(B - jA) = 2 ((a/2) B - j (a/2) aG).
-    let a_half = a * half();
-    let offsets = multiples(&RistrettoPoint::mul_base(&(a_half * a)));
+    // Index j's point a 8B - j 8a A' with A' = 8A (see the module
+    // documentation): the cofactor cleared from both points.
+    let offsets = multiples(&EdwardsPoint::mul_base(&(Scalar::from(64u64) * a * a)));
     let all: Vec<(usize, usize)> = bundles(n).collect();
     let mut bs = vec![0u8; 32 * BASE_CHUNK];
-    let mut halves = Vec::with_capacity(BASE_CHUNK << BUNDLE_BITS);
+    let mut points = Vec::with_capacity(BASE_CHUNK << BUNDLE_BITS);
     let mut cbs = Vec::with_capacity(BASE_CHUNK);
     // All messages go out together at the end: sent chunk by chunk, each
     // chunk of points after the first would look like the answer to the
@@ -239,20 +258,26 @@ pub fn base_send<C: Channel>(
         let chunk = &all[range.clone()];
         let k = chunk.len();
         ch.recv(&mut bs[..32 * k])?;
-        halves.clear();
+        points.clear();
         cbs.clear();
         for (j, &(_, t)) in chunk.iter().enumerate() {
             let (cb, b) = decompress(&bs[32 * j..32 * j + 32])?;
-            let h = a_half * b;
-            halves.extend(offsets[..1 << t].iter().map(|o| h - o));
+            let cleared = b.mul_by_cofactor();
+            if cleared.is_identity() {
+                return Err(OtError::Malformed(
+                    "a point of small order from the receiver",
+                ));
+            }
+            let h = a * cleared;
+            points.extend(offsets[..1 << t].iter().map(|o| h - o));
             cbs.push(cb);
         }
-        let enc = RistrettoPoint::double_and_compress_batch(&halves);
-        let mut points = enc.iter();
+        let enc = EdwardsPoint::compress_batch_alloc(&points);
+        let mut encoded = enc.iter();
         for (j, (&(first, t), cb)) in chunk.iter().zip(&cbs).enumerate() {
             let bundle = range.start + j;
             let pads = BundlePads::new(bundle, &ca, cb);
-            for (idx, p) in (0..1usize << t).zip(&mut points) {
+            for (idx, p) in (0..1usize << t).zip(&mut encoded) {
                 let pad = pads.pad(idx, p);
                 for m in 0..t {
                     let key = keys[first + m][(idx >> m) & 1];
@@ -287,9 +312,13 @@ pub fn base_receive<C: Channel>(
 ) -> Result<Vec<Block>, OtError> {
     let mut abuf = [0u8; 32];
     ch.recv(&mut abuf)?;
-    let (ca, big_a) = decompress(&abuf)?;
+    let (ca, sent) = decompress(&abuf)?;
+    // A' = 8A: the cofactor cleared (see the module documentation).
+    let big_a = sent.mul_by_cofactor();
     if big_a.is_identity() {
-        return Err(OtError::Malformed("the identity as the sender's point"));
+        return Err(OtError::Malformed(
+            "a point of small order as the sender's point",
+        ));
     }
     let all: Vec<(usize, usize)> = bundles(choices.len()).collect();
     // Each bundle's index: its choice bits, the first the lowest.
@@ -297,13 +326,10 @@ pub fn base_receive<C: Channel>(
         .iter()
         .map(|&(f, t)| (0..t).map(|m| usize::from(choices[f + m]) << m).sum())
         .collect();
-    let half = half();
-    // Halves throughout: B/2 = (b/2) G + j (A/2), and the pads come from
-    // (b/2) A, so that the batch compressions, which double, encode B and bA.
-    let bhs: Vec<Scalar> = all.iter().map(|_| random_scalar(rng) * half).collect();
-    let cbs = send_points(ch, &index, &bhs, &multiples(&(half * big_a)))?;
-    let shared = times_point(&bhs, &big_a);
-    let enc = RistrettoPoint::double_and_compress_batch(&shared);
+    let bs: Vec<Scalar> = all.iter().map(|_| random_scalar(rng)).collect();
+    let cbs = send_points(ch, &index, &bs, &multiples(&big_a))?;
+    let shared = times_point(&bs, &big_a);
+    let enc = EdwardsPoint::compress_batch_alloc(&shared);
     let mut msgs = vec![0u8; sender_messages_bytes(choices.len())];
     ch.recv(&mut msgs)?;
     let mut out = Vec::with_capacity(choices.len());
@@ -327,29 +353,29 @@ pub fn base_receive<C: Channel>(
     Ok(out)
 }
 
-/// The receiver's points `B/2 = (b/2) G + j (A/2)` (`ja2[j]` is `j (A/2)`,
-/// selected in constant time), sent in the messages of [`chunks`]; returns
-/// their encodings (of `B`).
+/// The receiver's points `B = bG + jA'` (`ja[j]` is `jA'`, selected in
+/// constant time), sent in the messages of [`chunks`]; returns their
+/// encodings.
 fn send_points<C: Channel>(
     ch: &mut C,
     index: &[usize],
-    bhs: &[Scalar],
-    ja2: &[RistrettoPoint],
-) -> Result<Vec<CompressedRistretto>, OtError> {
+    bs: &[Scalar],
+    ja: &[EdwardsPoint],
+) -> Result<Vec<CompressedEdwardsY>, OtError> {
     let mut cbs = Vec::with_capacity(index.len());
     let mut pts = Vec::with_capacity(BASE_CHUNK);
     let mut msg = Vec::with_capacity(32 * BASE_CHUNK);
     for range in chunks(index.len()) {
-        let (chunk, bh) = (&index[range.clone()], &bhs[range]);
+        let (chunk, b) = (&index[range.clone()], &bs[range]);
         pts.clear();
-        for (&j, bh) in chunk.iter().zip(bh) {
-            let mut off = RistrettoPoint::identity();
-            for (i, p) in ja2.iter().enumerate() {
+        for (&j, b) in chunk.iter().zip(b) {
+            let mut off = EdwardsPoint::identity();
+            for (i, p) in ja.iter().enumerate() {
                 off.conditional_assign(p, (i as u64).ct_eq(&(j as u64)));
             }
-            pts.push(RistrettoPoint::mul_base(bh) + off);
+            pts.push(EdwardsPoint::mul_base(b) + off);
         }
-        let enc = RistrettoPoint::double_and_compress_batch(&pts);
+        let enc = EdwardsPoint::compress_batch_alloc(&pts);
         msg.clear();
         for cb in &enc {
             msg.extend_from_slice(cb.as_bytes());
@@ -367,17 +393,17 @@ fn send_points<C: Channel>(
 /// then 15-20 us a multiplication against 34-49 us without, so it pays from
 /// about 50 multiplications on; curve25519-dalek's AVX-512 IFMA backend
 /// (15 us a multiplication where the CPU has it) never needs one.
-fn times_point(scalars: &[Scalar], p: &RistrettoPoint) -> Vec<RistrettoPoint> {
+fn times_point(scalars: &[Scalar], p: &EdwardsPoint) -> Vec<EdwardsPoint> {
     times_point_by(scalars, p, scalars.len() >= TABLE_FROM && !ifma_backend())
 }
 
 /// Multiplications by one point from which [`times_point`] builds a table.
 const TABLE_FROM: usize = 56;
 
-fn times_point_by(scalars: &[Scalar], p: &RistrettoPoint, table: bool) -> Vec<RistrettoPoint> {
+fn times_point_by(scalars: &[Scalar], p: &EdwardsPoint, table: bool) -> Vec<EdwardsPoint> {
     if table {
-        let table = RistrettoBasepointTable::create(p);
-        scalars.iter().map(|s| s * &table).collect()
+        let table = EdwardsBasepointTable::create(p);
+        scalars.iter().map(|s| table.mul_base(s)).collect()
     } else {
         scalars.iter().map(|s| s * p).collect()
     }
@@ -665,9 +691,9 @@ mod tests {
     fn bundle_pad(
         bundle: usize,
         j: usize,
-        a: &CompressedRistretto,
-        b: &CompressedRistretto,
-        p: &CompressedRistretto,
+        a: &CompressedEdwardsY,
+        b: &CompressedEdwardsY,
+        p: &CompressedEdwardsY,
     ) -> [u8; 64] {
         let mut m = PAD_LABEL.to_vec();
         m.extend_from_slice(&(bundle as u64).to_le_bytes());
@@ -680,9 +706,10 @@ mod tests {
 
     /// Both transcripts and the receiver's keys of `n` base OTs by the
     /// protocol as the module documentation writes it, with none of the
-    /// implementation's speed-ups (halved points, batch compressions, a
-    /// table, chunks, selection by masks): `B = bG + jA`, the pads from
-    /// `bA` and `a(B - iA)` compressed one by one. Randomness is drawn in the
+    /// implementation's speed-ups (batch compressions, a table, chunks,
+    /// selection by masks, the multiplications by the cofactor): `A' = 8aG`,
+    /// `B = bG + jA'`, the pads from `bA'` and `8a(B - iA')` compressed one
+    /// by one. Randomness is drawn in the
     /// implementation's order: the sender's `a`, then its keys in OT order;
     /// the receiver's `b` per bundle.
     fn reference(
@@ -693,8 +720,10 @@ mod tests {
         let n = choices.len();
         let mut rs = Prg::from_seed(sender_seed);
         let a = random_scalar(&mut rs);
-        let big_a = RistrettoPoint::mul_base(&a);
-        let ca = big_a.compress();
+        let ca = EdwardsPoint::mul_base(&a).compress();
+        // CO15 with the secret 8a and its point A' = 8A.
+        let a8 = Scalar::from(8u64) * a;
+        let big_a = EdwardsPoint::mul_base(&a8);
         let keys: Vec<[Block; 2]> = (0..n).map(|_| [rs.block(), rs.block()]).collect();
         let mut rr = Prg::from_seed(receiver_seed);
         let (mut to_sender, mut to_receiver) = (Vec::new(), ca.as_bytes().to_vec());
@@ -704,7 +733,7 @@ mod tests {
         let mut cbs = Vec::new();
         for (&(f, t), b) in all.iter().zip(&bs) {
             let j: u64 = (0..t).map(|m| u64::from(choices[f + m]) << m).sum();
-            let cb = (RistrettoPoint::mul_base(b) + Scalar::from(j) * big_a).compress();
+            let cb = (EdwardsPoint::mul_base(b) + Scalar::from(j) * big_a).compress();
             to_sender.extend_from_slice(cb.as_bytes());
             cbs.push(cb);
         }
@@ -712,7 +741,7 @@ mod tests {
             let big_b = cb.decompress().unwrap();
             let j: usize = (0..t).map(|m| usize::from(choices[f + m]) << m).sum();
             for i in 0..1usize << t {
-                let p = (a * (big_b - Scalar::from(i as u64) * big_a)).compress();
+                let p = (a8 * (big_b - Scalar::from(i as u64) * big_a)).compress();
                 let pad = bundle_pad(k, i, &ca, cb, &p);
                 let mut e = Vec::new();
                 for m in 0..t {
@@ -772,7 +801,7 @@ mod tests {
                 let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
                 assert_eq!(
                     hex,
-                    "6aa3ddde12968a2fb3e01908eab4a3995f66ded76cafbc1e2b79b14319a757c3"
+                    "ad128a272927fa31cd981a34c702d09d8b56ecede680feb60a536703ae980083"
                 );
             }
         }
@@ -795,7 +824,7 @@ mod tests {
     #[test]
     fn table_and_plain_multiplication_agree() {
         let mut rng = Prg::from_seed([8; 16]);
-        let p = RistrettoPoint::mul_base(&random_scalar(&mut rng));
+        let p = EdwardsPoint::mul_base(&random_scalar(&mut rng));
         let s: Vec<Scalar> = (0..5).map(|_| random_scalar(&mut rng)).collect();
         let (t, v) = (times_point_by(&s, &p, true), times_point_by(&s, &p, false));
         assert_eq!(t, v);
@@ -803,15 +832,93 @@ mod tests {
         assert_ne!(v[0], v[1]);
     }
 
+    /// The receiver refuses an `A` of small order (the identity among
+    /// them), sending nothing in answer, and clears the torsion part of any
+    /// other: its `B` is in the prime-order subgroup, where no torsion part
+    /// can carry its choices.
     #[test]
-    fn base_ot_rejects_the_identity_and_late_garbage() {
+    fn base_ot_receiver_clears_the_cofactor_of_the_senders_point() {
+        let good = EdwardsPoint::mul_base(&random_scalar(&mut Prg::from_seed([7; 16])));
+        let torsion = curve25519_dalek::constants::EIGHT_TORSION[1];
+        for a in [EdwardsPoint::identity(), torsion] {
+            let (mut s, mut r) = mem_pair(Duration::from_secs(10));
+            r.send(a.compress().as_bytes()).unwrap();
+            r.flush().unwrap();
+            let got = base_receive(&mut s, &[true], &mut Prg::from_seed([1; 16]));
+            assert!(
+                matches!(got, Err(OtError::Malformed(m)) if m.contains("small order")),
+                "{got:?}"
+            );
+            assert_eq!(s.bytes_sent(), 0);
+        }
         let (mut s, mut r) = mem_pair(Duration::from_secs(10));
-        r.send(CompressedRistretto::default().as_bytes()).unwrap();
+        r.send((good + torsion).compress().as_bytes()).unwrap();
         r.flush().unwrap();
-        assert!(matches!(
-            base_receive(&mut s, &[true], &mut Prg::from_seed([1; 16])),
-            Err(OtError::Malformed(_))
-        ));
+        let t = std::thread::spawn(move || {
+            base_receive(
+                &mut s,
+                &[true, false, true, true],
+                &mut Prg::from_seed([1; 16]),
+            )
+        });
+        let mut b = [0u8; 32];
+        r.recv(&mut b).unwrap();
+        let big_b = CompressedEdwardsY(b).decompress().unwrap();
+        assert!(big_b.is_torsion_free());
+        drop(r);
+        assert!(t.join().unwrap().is_err());
+    }
+
+    /// The sender refuses a receiver's point of small order, and one with
+    /// a torsion part gets the prime-order part's pads: the cofactor is
+    /// cleared, the key of the honest index is unchanged.
+    #[test]
+    fn base_ot_sender_clears_the_cofactor_of_the_receivers_points() {
+        let torsion = curve25519_dalek::constants::EIGHT_TORSION[3];
+        for shift in [EdwardsPoint::identity(), torsion] {
+            let (mut s, mut r) = mem_pair(Duration::from_secs(10));
+            let t = std::thread::spawn(move || {
+                let mut abuf = [0u8; 32];
+                r.recv(&mut abuf).unwrap();
+                let ca = CompressedEdwardsY(abuf);
+                let big_a = ca.decompress().unwrap().mul_by_cofactor();
+                // One bundle, index 5: B = bG + 5A', shifted by a torsion point.
+                let b = random_scalar(&mut Prg::from_seed([3; 16]));
+                let big_b = EdwardsPoint::mul_base(&b) + Scalar::from(5u64) * big_a + shift;
+                r.send(big_b.compress().as_bytes()).unwrap();
+                r.flush().unwrap();
+                let mut msgs = vec![0u8; sender_messages_bytes(4)];
+                r.recv(&mut msgs).unwrap();
+                let cb = big_b.compress();
+                let pad = BundlePads::new(0, &ca, &cb).pad(5, &(b * big_a).compress());
+                let e = &msgs[5 * 64..6 * 64];
+                (0..4)
+                    .map(|m| xor16(&pad[16 * m..16 * m + 16], &e[16 * m..16 * m + 16]))
+                    .collect::<Vec<_>>()
+            });
+            let pairs = base_send(&mut s, 4, &mut Prg::from_seed([2; 16])).unwrap();
+            let got = t.join().unwrap();
+            let want: Vec<Block> = (0..4).map(|m| pairs[m][(5 >> m) & 1]).collect();
+            assert_eq!(got, want);
+        }
+        let (mut s, mut r) = mem_pair(Duration::from_secs(10));
+        let t = std::thread::spawn(move || {
+            let mut abuf = [0u8; 32];
+            r.recv(&mut abuf).unwrap();
+            r.send(torsion.compress().as_bytes()).unwrap();
+            r.flush().unwrap();
+            r
+        });
+        let got = base_send(&mut s, 4, &mut Prg::from_seed([2; 16]));
+        assert!(
+            matches!(got, Err(OtError::Malformed(m)) if m.contains("small order")),
+            "{got:?}"
+        );
+        drop(t.join().unwrap());
+    }
+
+    #[test]
+    fn base_ot_rejects_late_garbage() {
         // A receiver whose first chunk is valid and whose second is not.
         let (mut s, mut r) = mem_pair(Duration::from_secs(10));
         let t = std::thread::spawn(move || {
@@ -819,7 +926,7 @@ mod tests {
             r.recv(&mut a).unwrap();
             let mut prg = Prg::from_seed([3; 16]);
             for _ in 0..BASE_CHUNK {
-                let p = RistrettoPoint::mul_base(&random_scalar(&mut prg));
+                let p = EdwardsPoint::mul_base(&random_scalar(&mut prg));
                 r.send(p.compress().as_bytes()).unwrap();
             }
             r.send(&[0xff; 32 * BASE_CHUNK]).unwrap();
@@ -844,7 +951,7 @@ mod tests {
             r.recv(&mut a).unwrap();
             let mut prg = Prg::from_seed([3; 16]);
             for _ in 0..BASE_CHUNK {
-                let p = RistrettoPoint::mul_base(&random_scalar(&mut prg));
+                let p = EdwardsPoint::mul_base(&random_scalar(&mut prg));
                 r.send(p.compress().as_bytes()).unwrap();
             }
             r.close();
@@ -861,7 +968,7 @@ mod tests {
         let (mut s, mut r) = mem_pair(Duration::from_secs(10));
         let t = std::thread::spawn(move || {
             let mut prg = Prg::from_seed([2; 16]);
-            let big_a = RistrettoPoint::mul_base(&random_scalar(&mut prg));
+            let big_a = EdwardsPoint::mul_base(&random_scalar(&mut prg));
             r.send(big_a.compress().as_bytes()).unwrap();
             r.close();
             drop(r);
@@ -878,13 +985,35 @@ mod tests {
 
     #[test]
     fn base_ot_rejects_garbage_points() {
-        let (mut s, mut r) = mem_pair(Duration::from_secs(10));
-        r.send(&[0xff; 32]).unwrap();
-        r.flush().unwrap();
-        assert!(matches!(
-            base_receive(&mut s, &[true], &mut Prg::from_seed([1; 16])),
-            Err(OtError::Malformed(_))
-        ));
+        // y = p and y = 2^255 - 1 (both decode to points, by y mod p), a y
+        // that is no point's, and y = p - 1 = -1 (canonical: the point of order 2).
+        let mut p = [0xff; 32];
+        (p[0], p[31]) = (0xed, 0x7f);
+        let no_point = (2u8..)
+            .map(|y| {
+                let mut b = [0u8; 32];
+                b[0] = y;
+                b
+            })
+            .find(|b| CompressedEdwardsY(*b).decompress().is_none())
+            .unwrap();
+        let mut minus_one = p;
+        minus_one[0] = 0xec;
+        for (bytes, why) in [
+            (p, "non-canonical"),
+            ([0xff; 32], "non-canonical"),
+            (no_point, "not a point"),
+            (minus_one, "small order"),
+        ] {
+            let (mut s, mut r) = mem_pair(Duration::from_secs(10));
+            r.send(&bytes).unwrap();
+            r.flush().unwrap();
+            let got = base_receive(&mut s, &[true], &mut Prg::from_seed([1; 16]));
+            assert!(
+                matches!(got, Err(OtError::Malformed(m)) if m.contains(why)),
+                "{bytes:02x?}: {got:?}"
+            );
+        }
     }
 
     #[test]

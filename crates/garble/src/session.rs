@@ -94,8 +94,9 @@ use crate::trace::{StartTrace, StepLog};
 /// carries MITCCRH's seed, and the Result stage has the output check; 4: the
 /// header names the garbling scheme too; 5: the base OTs go in bundles of
 /// four, [`crate::ot`]; 6: the base OTs' pads hash a bundle's common block
-/// first, and the circuit digest hashes wire ids in fewer bytes).
-pub const MAGIC: [u8; 8] = *b"CCGC\x00\x06\x00\x00";
+/// first, and the circuit digest hashes wire ids in fewer bytes; 7: the
+/// base OTs run on Edwards points, not Ristretto).
+pub const MAGIC: [u8; 8] = *b"CCGC\x00\x07\x00\x00";
 
 /// Bytes of the header each party sends per computation: [`MAGIC`], the
 /// circuit digest, the number of evaluations, the computation's index in the

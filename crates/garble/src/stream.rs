@@ -64,8 +64,9 @@ use crate::threehalves::{self, GateGarbler};
 /// bytes of the hash's id, as [`crate::session`]'s header does; 4: the base
 /// OTs go in bundles of four, [`crate::ot`]; 5: their pads hash a bundle's
 /// common block first, and the digests of the generated circuit's pieces
-/// hash wire ids in fewer bytes).
-pub const MAGIC: [u8; 8] = *b"CCGS\x00\x05\x00\x00";
+/// hash wire ids in fewer bytes; 6: the base OTs run on Edwards points,
+/// not Ristretto).
+pub const MAGIC: [u8; 8] = *b"CCGS\x00\x06\x00\x00";
 
 #[inline(always)]
 fn put(buf: &mut [u8], b: Block) {
