@@ -992,3 +992,62 @@ fn an_unknown_scheme_in_the_header_is_a_typed_error() {
         "{e:?}"
     );
 }
+
+/// A channel that notes how many bytes had been sent at each flush.
+struct FlushLog<C> {
+    inner: C,
+    at: Vec<u64>,
+}
+
+impl<C: Channel> Channel for FlushLog<C> {
+    fn send(&mut self, data: &[u8]) -> Result<(), ChannelError> {
+        self.inner.send(data)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError> {
+        self.inner.recv(buf)
+    }
+    fn flush(&mut self) -> Result<(), ChannelError> {
+        self.at.push(self.inner.bytes_sent());
+        self.inner.flush()
+    }
+    fn bytes_sent(&self) -> u64 {
+        self.inner.bytes_sent()
+    }
+    fn bytes_received(&self) -> u64 {
+        self.inner.bytes_received()
+    }
+}
+
+/// In a computation of one evaluation the garbler sends AES-128's tables (200 KiB) in
+/// pieces of 64 KiB as it garbles them, so that the evaluator can start; in a bulk
+/// computation it leaves them to the channel's blocks.
+#[test]
+fn one_evaluation_sends_its_first_tables_while_garbling() {
+    let c = library::aes128();
+    let mut prg = Prg::from_seed([21; 16]);
+    for n in [1, 2] {
+        let g: Vec<Vec<bool>> = (0..n).map(|_| random_bits(&mut prg, 128)).collect();
+        let e: Vec<Vec<bool>> = (0..n).map(|_| random_bits(&mut prg, 128)).collect();
+        let (a, mut b) = mem_pair(Duration::from_secs(20));
+        let c2 = c.clone();
+        let opts = SessionOptions::default();
+        let e2 = e.clone();
+        let t = std::thread::spawn(move || run_evaluator(&mut b, &c2, &e2, &opts).unwrap());
+        let mut a = FlushLog {
+            inner: a,
+            at: Vec::new(),
+        };
+        let out = run_garbler(&mut a, &c, &g, &opts).unwrap();
+        t.join().unwrap();
+        let prog = Program::compile(&c);
+        for (k, (x, y)) in g.iter().zip(&e).enumerate() {
+            assert_eq!(out.outputs[k], prog.eval_plain(x, y));
+        }
+        // Flushes 64 KiB (and at most one piece more) after the one before.
+        let pieces =
+            a.at.windows(2)
+                .filter(|w| (65_536..65_536 + 4_096).contains(&(w[1] - w[0])))
+                .count();
+        assert_eq!(pieces, if n == 1 { 3 } else { 0 }, "{n}: {:?}", a.at);
+    }
+}
