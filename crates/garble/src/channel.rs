@@ -126,12 +126,6 @@ pub trait Channel {
     fn recv(&mut self, buf: &mut [u8]) -> Result<(), ChannelError>;
     /// Sends everything buffered.
     fn flush(&mut self) -> Result<(), ChannelError>;
-    /// Starts sending everything buffered without waiting for the transport to take it:
-    /// a channel with a writer thread hands its buffer to the thread, so that a sender
-    /// on a slow link does not block here. The default flushes.
-    fn hand_over(&mut self) -> Result<(), ChannelError> {
-        self.flush()
-    }
     /// Bytes passed to `send` so far.
     fn bytes_sent(&self) -> u64;
     /// Bytes returned by `recv` so far.
@@ -277,9 +271,6 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
         }
         Ok(())
     }
-    fn hand_over(&mut self) -> Result<(), ChannelError> {
-        self.inner.hand_over()
-    }
     fn bytes_sent(&self) -> u64 {
         self.inner.bytes_sent()
     }
@@ -360,9 +351,6 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     }
     fn flush(&mut self) -> Result<(), ChannelError> {
         (**self).flush()
-    }
-    fn hand_over(&mut self) -> Result<(), ChannelError> {
-        (**self).hand_over()
     }
     fn bytes_sent(&self) -> u64 {
         (**self).bytes_sent()
@@ -868,14 +856,6 @@ impl Channel for TcpChannel {
         r
     }
 
-    /// The buffer goes to the writer thread, as a full block does.
-    fn hand_over(&mut self) -> Result<(), ChannelError> {
-        if self.wlen > 0 {
-            self.push_block()?;
-        }
-        Ok(())
-    }
-
     fn bytes_sent(&self) -> u64 {
         self.sent
     }
@@ -1095,26 +1075,6 @@ mod tests {
         a.recv(&mut buf).unwrap();
         assert_eq!(a.wire_bytes_received(), 3);
         t.join().unwrap();
-    }
-
-    /// Bytes handed over reach the peer with no flush: the writer thread sends them, and
-    /// the sender's `send` after it starts a new buffer.
-    #[test]
-    fn tcp_hand_over_sends_without_a_flush() {
-        let (mut a, mut b) = tcp_pair(Duration::from_secs(5));
-        a.send(&[1; 10]).unwrap();
-        a.hand_over().unwrap();
-        let mut buf = [0u8; 10];
-        b.recv(&mut buf).unwrap();
-        assert_eq!(buf, [1; 10]);
-        a.send(&[2; 5]).unwrap();
-        a.hand_over().unwrap();
-        a.hand_over().unwrap();
-        let mut buf = [0u8; 5];
-        b.recv(&mut buf).unwrap();
-        assert_eq!(buf, [2; 5]);
-        a.flush().unwrap();
-        assert_eq!((a.bytes_sent(), a.wire_bytes_sent()), (15, 15));
     }
 
     #[test]

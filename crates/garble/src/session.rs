@@ -1002,16 +1002,14 @@ impl GarblerSession {
 /// one-evaluation computation's tables to the socket ([`EarlyFlush`]).
 const EARLY_FLUSH: usize = 64 * 1024;
 
-/// The garbler's tables in a computation of one evaluation: the first block's worth is
-/// handed to the transport [`EARLY_FLUSH`] bytes at a time ([`Channel::hand_over`]: to
-/// the writer thread of a TCP channel, so that the garbler does not wait for a slow
-/// link's socket), the rest as the channel's blocks fill.
+/// The garbler's tables in a computation of one evaluation: the first block's worth goes
+/// to the socket [`EARLY_FLUSH`] bytes at a time, the rest as the channel's blocks fill.
 /// A block ([`TCP_BUFFER`]) holds all of AES-128's tables, and the evaluator could not
 /// start before the garbler was done; so it evaluates the first gates while the garbler
 /// garbles the rest (the garbler's inputs and the OT answer, sent before, go with the
 /// first piece). After the first block, the channel's writer thread overlaps the two.
-/// A bulk computation keeps the blocks: there the tables stream anyway, and smaller
-/// pieces would cost more system calls and wake-ups.
+/// A bulk computation keeps the blocks: a flush is a system call on the garbler's
+/// thread, and there the tables stream anyway.
 struct EarlyFlush<'a, C: Channel + ?Sized> {
     ch: &'a mut C,
     /// Table bytes put since the last flush.
@@ -1051,7 +1049,7 @@ impl<C: Channel + ?Sized> gc::TableSink for EarlyFlush<'_, C> {
         if self.early() {
             self.pending += n;
             if self.pending >= EARLY_FLUSH {
-                self.ch.hand_over()?;
+                self.ch.flush()?;
                 self.flushed += std::mem::take(&mut self.pending);
             }
         }
