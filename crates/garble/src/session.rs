@@ -998,8 +998,8 @@ impl GarblerSession {
     }
 }
 
-/// The pieces in which the garbler writes the first [`TCP_BUFFER`] bytes of a
-/// one-evaluation computation's tables to the socket ([`EarlyFlush`]).
+/// Tables of a computation's first [`TCP_BUFFER`] bytes that the garbler writes to the
+/// socket at once, in pieces of this many.
 const EARLY_FLUSH: usize = 64 * 1024;
 
 /// The garbler's tables in a computation of one evaluation: the first block's worth goes
