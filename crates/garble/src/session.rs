@@ -79,9 +79,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::channel::{
-    Channel, ChannelError, Deadline, MIN_SEND_ROOM, RoundTrips, TCP_BUFFER, thread_cpu,
-};
+use crate::channel::{Channel, ChannelError, Deadline, RoundTrips, thread_cpu};
 use crate::circuit::{
     Circuit, GateKind, InputLengthError, Party, Stats, bits_from_bytes, bytes_from_bits,
 };
@@ -953,12 +951,7 @@ impl GarblerSession {
             }
 
             st.enter(Stage::Garble, ch);
-            if inputs.len() == 1 {
-                let sink = &mut EarlyFlush::new(ch);
-                scheme.garble_to(&prog, hasher, delta, prg, &mut labels, counter, sink)?;
-            } else {
-                scheme.garble_to(&prog, hasher, delta, prg, &mut labels, counter, ch)?;
-            }
+            scheme.garble_to(&prog, hasher, delta, prg, &mut labels, counter, ch)?;
 
             st.enter(Stage::Result, ch);
             let mut msg = bytes_from_bits(&gc::decode_bits(&prog, &labels));
@@ -995,65 +988,6 @@ impl GarblerSession {
                 compile,
             ),
         })
-    }
-}
-
-/// Tables of a computation's first [`TCP_BUFFER`] bytes that the garbler writes to the
-/// socket at once, in pieces of this many.
-const EARLY_FLUSH: usize = 64 * 1024;
-
-/// The garbler's tables in a computation of one evaluation: the first block's worth goes
-/// to the socket [`EARLY_FLUSH`] bytes at a time, the rest as the channel's blocks fill.
-/// A block ([`TCP_BUFFER`]) holds all of AES-128's tables, and the evaluator could not
-/// start before the garbler was done; so it evaluates the first gates while the garbler
-/// garbles the rest (the garbler's inputs and the OT answer, sent before, go with the
-/// first piece). After the first block, the channel's writer thread overlaps the two.
-/// A bulk computation keeps the blocks: a flush is a system call on the garbler's
-/// thread, and there the tables stream anyway.
-struct EarlyFlush<'a, C: Channel + ?Sized> {
-    ch: &'a mut C,
-    /// Table bytes put since the last flush.
-    pending: usize,
-    /// Table bytes flushed so far.
-    flushed: usize,
-}
-
-impl<'a, C: Channel + ?Sized> EarlyFlush<'a, C> {
-    fn new(ch: &'a mut C) -> Self {
-        EarlyFlush {
-            ch,
-            pending: 0,
-            flushed: 0,
-        }
-    }
-
-    fn early(&self) -> bool {
-        self.flushed < TCP_BUFFER
-    }
-}
-
-impl<C: Channel + ?Sized> gc::TableSink for EarlyFlush<'_, C> {
-    type Error = ChannelError;
-
-    fn room(&self) -> usize {
-        let room = self.ch.send_room();
-        if self.early() {
-            room.min((EARLY_FLUSH - self.pending).max(MIN_SEND_ROOM))
-        } else {
-            room
-        }
-    }
-
-    fn put(&mut self, n: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), ChannelError> {
-        self.ch.send_in_place(n, fill)?;
-        if self.early() {
-            self.pending += n;
-            if self.pending >= EARLY_FLUSH {
-                self.ch.flush()?;
-                self.flushed += std::mem::take(&mut self.pending);
-            }
-        }
-        Ok(())
     }
 }
 
