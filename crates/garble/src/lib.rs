@@ -8,7 +8,8 @@
 //!   [`threehalves`]: three-halves (25 bytes per AND); [`scheme`]: the choice
 //!   between them.
 //! * [`hash`]: blocks, AES-128 (AES-NI or portable), the garbling hash, PRG.
-//! * [`ot`]: base OT (Chou-Orlandi over the Ed25519 curve's prime-order subgroup) and IKNP extension.
+//! * [`ot`]: base OT (Chou-Orlandi over the prime-order subgroup of Ed25519's
+//!   curve) and IKNP extension.
 //! * [`channel`]: TCP and in-memory channels; [`link`]: link profiles and the
 //!   user-space link (rate and delay) between the parties.
 //! * [`session`]: the two-party protocol with stage reports.

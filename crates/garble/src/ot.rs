@@ -709,9 +709,8 @@ mod tests {
     /// implementation's speed-ups (batch compressions, a table, chunks,
     /// selection by masks, the multiplications by the cofactor): `A' = 8aG`,
     /// `B = bG + jA'`, the pads from `bA'` and `8a(B - iA')` compressed one
-    /// by one. Randomness is drawn in the
-    /// implementation's order: the sender's `a`, then its keys in OT order;
-    /// the receiver's `b` per bundle.
+    /// by one. Randomness is drawn in the implementation's order: the
+    /// sender's `a`, then its keys in OT order; the receiver's `b` per bundle.
     fn reference(
         choices: &[bool],
         receiver_seed: [u8; 16],
