@@ -1342,6 +1342,18 @@ fn run_gc_2pc_on_a_users_circuit_file() {
             .all(|s| s.get("cpu_ns").is_none())
     );
     assert!(of_circuit("table") >= 1, "the per-gate table");
+    // The single-shot sessions, and as many compiled before the session, alternated.
+    let samples = |name: &str| {
+        recs.iter()
+            .find(|r| {
+                r["kind"] == "measurement" && r["name"] == name && r["params"]["circuit"] == spec
+            })
+            .unwrap_or_else(|| panic!("no {name} record"))["samples_ns"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(samples("session-compiled-ahead"), samples("session"));
     assert!(
         recs.iter()
             .any(|r| r["kind"] == "table" && r["name"] == "throughput" && r["rows"][0][0] == spec),
@@ -1354,6 +1366,14 @@ fn run_gc_2pc_on_a_users_circuit_file() {
         .find(|r| r["kind"] == "cost")
         .expect("a cost row");
     assert!(cost["name"].as_str().unwrap().contains(spec));
+    let labels: Vec<&str> = cost["protected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    assert!(labels[1].contains("compiled before"), "{labels:?}");
     let check = recs
         .iter()
         .find(|r| r["kind"] == "check" && r["name"] == "wire-bytes-per-and")

@@ -75,6 +75,7 @@
 //! do, and does not: restart either counter, or reuse a session after a
 //! computation failed part-way (its state is then unknown; `run` refuses).
 //!
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -544,6 +545,45 @@ fn check_inputs(inputs: &[Vec<bool>], party: Party, expected: usize) -> Result<(
     Ok(())
 }
 
+/// The circuit of a computation: compiled in its Load stage, or before the session.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Circuit(&'a Circuit),
+    Program(&'a Program),
+}
+
+impl<'a> Source<'a> {
+    /// The program, after checking `party`'s inputs against it, and the time its
+    /// compilation took (in the Load stage, which a compiled program skips).
+    fn prepare<C: Channel>(
+        self,
+        party: Party,
+        inputs: &[Vec<bool>],
+        st: &mut Stages,
+        ch: &C,
+    ) -> Result<(Cow<'a, Program>, Duration), SessionError> {
+        let bits = |garbler: usize, evaluator: usize| match party {
+            Party::Garbler => garbler,
+            Party::Evaluator => evaluator,
+        };
+        match self {
+            Source::Circuit(c) => {
+                st.enter(Stage::Load, ch);
+                let want = bits(c.garbler_input_bits(), c.evaluator_input_bits());
+                check_inputs(inputs, party, want)?;
+                let tc = Instant::now();
+                let prog = Program::compile(c);
+                Ok((Cow::Owned(prog), tc.elapsed()))
+            }
+            Source::Program(p) => {
+                let want = bits(p.garbler_input_bits(), p.evaluator_input_bits());
+                check_inputs(inputs, party, want)?;
+                Ok((Cow::Borrowed(p), Duration::ZERO))
+            }
+        }
+    }
+}
+
 /// What each party of a session must write to its transport, in bytes, derived from the
 /// protocol's messages and the circuit alone: `(garbler, evaluator)` for `n` evaluations.
 ///
@@ -879,9 +919,30 @@ impl GarblerSession {
         circuit: &Circuit,
         inputs: &[Vec<bool>],
     ) -> Result<SessionOutput, SessionError> {
+        self.run_source(ch, Source::Circuit(circuit), inputs)
+    }
+
+    /// [`GarblerSession::run`] on a circuit compiled before ([`Program::compile`]), as a
+    /// party that runs the same circuit in many sessions keeps it: the computation has no
+    /// Load stage, and its report's [`SessionReport::compile`] is zero.
+    pub fn run_program<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        program: &Program,
+        inputs: &[Vec<bool>],
+    ) -> Result<SessionOutput, SessionError> {
+        self.run_source(ch, Source::Program(program), inputs)
+    }
+
+    fn run_source<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        source: Source<'_>,
+        inputs: &[Vec<bool>],
+    ) -> Result<SessionOutput, SessionError> {
         apply_deadline(self.deadline, ch);
         let seq = self.seq.start()?;
-        let out = self.run_once(ch, circuit, inputs, seq)?;
+        let out = self.run_once(ch, source, inputs, seq)?;
         self.seq.succeeded();
         Ok(out)
     }
@@ -889,7 +950,7 @@ impl GarblerSession {
     fn run_once<C: Channel>(
         &mut self,
         ch: &mut C,
-        circuit: &Circuit,
+        source: Source<'_>,
         inputs: &[Vec<bool>],
         seq: u64,
     ) -> Result<SessionOutput, SessionError> {
@@ -898,21 +959,18 @@ impl GarblerSession {
         let t0 = clocks.wall;
         let c0 = Counters::of(ch);
         let mut st = Stages::new(inputs.len() == 1);
-        st.enter(Stage::Load, ch);
         let (hasher, delta) = (&self.hasher, self.delta);
-        check_inputs(inputs, Party::Garbler, circuit.garbler_input_bits())?;
-        let tc = Instant::now();
-        let prog = Program::compile(circuit);
-        let compile = tc.elapsed();
+        let (prog, compile) = source.prepare(Party::Garbler, inputs, &mut st, ch)?;
+        let prog = &*prog;
         let n = inputs.len() as u64;
 
         st.enter(Stage::Init, ch);
         let scheme = self.scheme;
-        ch.send(&header(&prog, n, seq, self.hash, scheme))?;
+        ch.send(&header(prog, n, seq, self.hash, scheme))?;
         ch.flush()?;
         let mut ack = [0u8; HEADER_BYTES];
         ch.recv(&mut ack)?;
-        if check_header(&prog, n, seq, (self.hash.hash, scheme), &ack)? != self.hash.seed {
+        if check_header(prog, n, seq, (self.hash.hash, scheme), &ack)? != self.hash.seed {
             return Err(SessionError::Protocol(
                 "the peer echoed another hash seed than ours",
             ));
@@ -951,10 +1009,10 @@ impl GarblerSession {
             }
 
             st.enter(Stage::Garble, ch);
-            scheme.garble_to(&prog, hasher, delta, prg, &mut labels, counter, ch)?;
+            scheme.garble_to(prog, hasher, delta, prg, &mut labels, counter, ch)?;
 
             st.enter(Stage::Result, ch);
-            let mut msg = bytes_from_bits(&gc::decode_bits(&prog, &labels));
+            let mut msg = bytes_from_bits(&gc::decode_bits(prog, &labels));
             let outs: Vec<Block> = prog.outputs.iter().map(|&s| labels[s as usize]).collect();
             gc::output_check(hasher, &outs, delta, self.checks, &mut msg);
             self.checks += outs.len() as u64;
@@ -978,7 +1036,7 @@ impl GarblerSession {
             outputs,
             report: report(
                 Role::Garbler,
-                &prog,
+                prog,
                 n,
                 (hasher, scheme),
                 st,
@@ -1059,9 +1117,29 @@ impl EvaluatorSession {
         circuit: &Circuit,
         inputs: &[Vec<bool>],
     ) -> Result<SessionOutput, SessionError> {
+        self.run_source(ch, Source::Circuit(circuit), inputs)
+    }
+
+    /// [`EvaluatorSession::run`] on a circuit compiled before (see
+    /// [`GarblerSession::run_program`]).
+    pub fn run_program<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        program: &Program,
+        inputs: &[Vec<bool>],
+    ) -> Result<SessionOutput, SessionError> {
+        self.run_source(ch, Source::Program(program), inputs)
+    }
+
+    fn run_source<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        source: Source<'_>,
+        inputs: &[Vec<bool>],
+    ) -> Result<SessionOutput, SessionError> {
         apply_deadline(self.deadline, ch);
         let seq = self.seq.start()?;
-        let out = self.run_once(ch, circuit, inputs, seq)?;
+        let out = self.run_once(ch, source, inputs, seq)?;
         self.seq.succeeded();
         Ok(out)
     }
@@ -1069,7 +1147,7 @@ impl EvaluatorSession {
     fn run_once<C: Channel>(
         &mut self,
         ch: &mut C,
-        circuit: &Circuit,
+        source: Source<'_>,
         inputs: &[Vec<bool>],
         seq: u64,
     ) -> Result<SessionOutput, SessionError> {
@@ -1078,11 +1156,8 @@ impl EvaluatorSession {
         let t0 = clocks.wall;
         let c0 = Counters::of(ch);
         let mut st = Stages::new(inputs.len() == 1);
-        st.enter(Stage::Load, ch);
-        check_inputs(inputs, Party::Evaluator, circuit.evaluator_input_bits())?;
-        let tc = Instant::now();
-        let prog = Program::compile(circuit);
-        let compile = tc.elapsed();
+        let (prog, compile) = source.prepare(Party::Evaluator, inputs, &mut st, ch)?;
+        let prog = &*prog;
         let n = inputs.len() as u64;
 
         st.enter(Stage::Init, ch);
@@ -1102,9 +1177,9 @@ impl EvaluatorSession {
                 seed: Block::ZERO,
             },
         };
-        ch.send(&header(&prog, n, seq, echo, scheme))?;
+        ch.send(&header(prog, n, seq, echo, scheme))?;
         ch.flush()?;
-        let seed = check_header(&prog, n, seq, (ours, scheme), &hdr)?;
+        let seed = check_header(prog, n, seq, (ours, scheme), &hdr)?;
         let hp = HashParams { hash: ours, seed };
         match &self.hasher {
             None => self.hasher = Some((hp.hasher(self.opts.backend)?, hp)),
@@ -1156,7 +1231,7 @@ impl EvaluatorSession {
             }
 
             st.enter(Stage::Garble, ch);
-            scheme.evaluate(&prog, hasher, &mut labels, counter, &mut |b| ch.recv(b))?;
+            scheme.evaluate(prog, hasher, &mut labels, counter, &mut |b| ch.recv(b))?;
 
             st.enter(Stage::Result, ch);
             ch.recv(&mut dbytes)?;
@@ -1171,7 +1246,7 @@ impl EvaluatorSession {
             })?;
             self.checks += outs.len() as u64;
             let d = bits_from_bytes(&dbytes[..dlen], prog.output_bits());
-            let out = gc::decode(&prog, &labels, &d);
+            let out = gc::decode(prog, &labels, &d);
             out_msg.extend_from_slice(&bytes_from_bits(&out));
             outputs.push(out);
         }
@@ -1187,7 +1262,7 @@ impl EvaluatorSession {
             outputs,
             report: report(
                 Role::Evaluator,
-                &prog,
+                prog,
                 n,
                 (hasher, scheme),
                 st,

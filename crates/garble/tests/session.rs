@@ -433,6 +433,67 @@ fn a_session_reuses_its_ot_set_up() {
     }
 }
 
+/// A circuit compiled before the session runs as the circuit itself does: the same
+/// outputs and bytes, computation after computation, mixed with computations that
+/// compile their circuit, and no Load stage; inputs of the wrong length are still
+/// refused before anything is sent.
+#[test]
+fn a_program_compiled_before_the_session_runs_like_its_circuit() {
+    let aes = library::aes128();
+    let prog = Program::compile(&aes);
+    let mut prg = Prg::from_seed([0x52; 16]);
+    let g: Vec<Vec<bool>> = (0..2).map(|_| random_bits(&mut prg, 128)).collect();
+    let e: Vec<Vec<bool>> = (0..2).map(|_| random_bits(&mut prg, 128)).collect();
+    let (mut a, mut b) = mem_pair(Duration::from_secs(20));
+    let (e2, eprog) = (e.clone(), prog.clone());
+    let t = std::thread::spawn(move || {
+        let mut s = EvaluatorSession::new(&SessionOptions::default()).unwrap();
+        let first = s.run_program(&mut b, &eprog, &e2).unwrap();
+        // The other side compiles its circuit in this computation: the same digest.
+        let second = s.run_program(&mut b, &eprog, &e2).unwrap();
+        let third = s.run(&mut b, &library::aes128(), &e2).unwrap();
+        (first, second, third)
+    });
+    let mut s = GarblerSession::new(&SessionOptions::default()).unwrap();
+    let bad = s.run_program(&mut a, &prog, &[vec![true; 127]]);
+    assert!(
+        matches!(bad, Err(SessionError::Input { evaluation: 0, .. })),
+        "{bad:?}"
+    );
+    assert_eq!(a.bytes_sent(), 0, "a refused input sends nothing");
+    // A refused input fails the computation, and the session with it: start anew.
+    let mut s = GarblerSession::new(&SessionOptions::default()).unwrap();
+    let outs = [
+        s.run_program(&mut a, &prog, &g).unwrap(),
+        s.run(&mut a, &aes, &g).unwrap(),
+        s.run_program(&mut a, &prog, &g).unwrap(),
+    ];
+    let (e1, e2, e3) = t.join().unwrap();
+    for (k, (go, eo)) in outs.iter().zip([&e1, &e2, &e3]).enumerate() {
+        for i in 0..2 {
+            let want = aes.eval(&g[i], &e[i]).unwrap();
+            assert_eq!(go.outputs[i], want, "computation {k}, evaluation {i}");
+            assert_eq!(eo.outputs[i], want, "computation {k}, evaluation {i}");
+        }
+    }
+    for (r, compiled_in_session) in [
+        (&outs[0].report, false),
+        (&outs[1].report, true),
+        (&outs[2].report, false),
+        (&e1.report, false),
+        (&e2.report, false),
+        (&e3.report, true),
+    ] {
+        let load = r.stage(Stage::Load).time;
+        assert_eq!(load > Duration::ZERO, compiled_in_session, "{r:?}");
+        assert_eq!(r.compile > Duration::ZERO, compiled_in_session, "{r:?}");
+        assert_eq!(r.label_slots, prog.num_slots());
+    }
+    // Both later computations (no base OTs) move the same bytes, compiled or not.
+    assert_eq!(outs[1].report.bytes_sent, outs[2].report.bytes_sent);
+    assert_eq!(e2.report.bytes_sent, e3.report.bytes_sent);
+}
+
 /// A garbler that reuses its session against an evaluator that started a
 /// new one: a typed error on both sides, no hang.
 #[test]

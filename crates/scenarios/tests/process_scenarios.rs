@@ -398,6 +398,28 @@ fn aes_two_party_between_processes() {
     .unwrap();
     assert_eq!(r.evaluations, 1);
     assert_eq!(r.and_gates(), c.stats().and_gates());
+    assert!(r.stage(garble::session::Stage::Load).time > std::time::Duration::ZERO);
+    // Compiled before the session on both sides (the evaluator process compiles before it
+    // connects): the same output (checked inside) and bytes, no Load stage on either side.
+    let prog = garble::program::Program::compile(&c);
+    let gc = (
+        garble::hash::GcHash::default(),
+        garble::scheme::Scheme::default(),
+    );
+    let ahead = scenarios::gc2pc::two_party_compiled_ahead("aes128", &c, &prog, (&key, &plain), gc)
+        .unwrap();
+    assert_eq!(
+        ahead.garbler.stage(garble::session::Stage::Load).time,
+        std::time::Duration::ZERO
+    );
+    assert_eq!(ahead.garbler.compile, std::time::Duration::ZERO);
+    assert_eq!(ahead.garbler.wire_bytes_sent, r.wire_bytes_sent);
+    let load = ahead
+        .evaluator_stages
+        .iter()
+        .find(|s| s.stage == garble::session::Stage::Load)
+        .expect("the evaluator's Load stage");
+    assert_eq!(load.time, std::time::Duration::ZERO);
     // Bulk: 3 evaluations in one session, 32 bytes per AND while garbling.
     let r = scenarios::gc2pc::two_party(
         "aes128",

@@ -130,7 +130,7 @@ pub(super) fn gate_table(
 const NOT_MEASURED: &str = "—";
 
 /// A number, or [`NOT_MEASURED`].
-fn cell(v: Option<f64>) -> Value {
+pub(super) fn cell(v: Option<f64>) -> Value {
     v.map_or(Value::from(NOT_MEASURED), Value::from)
 }
 

@@ -18,8 +18,11 @@ use garble::channel::{Channel, Deadline, TcpChannel};
 use garble::circuit::{bits_from_bytes_exact, bytes_from_bits};
 use garble::hash::GcHash;
 use garble::link::Net;
+use garble::program::Program;
 use garble::scheme::Scheme;
-use garble::session::{self, SessionOptions, SessionReport, Stage};
+use garble::session::{
+    self, EvaluatorSession, GarblerSession, SessionOptions, SessionReport, Stage,
+};
 use garble::trace::StartTrace;
 use garble::{Circuit, Party};
 
@@ -140,7 +143,14 @@ pub(super) struct EvaluatorSpec {
     token: Token,
     hash: GcHash,
     scheme: Scheme,
+    /// Whether the evaluator compiles its circuit before it connects
+    /// ([`two_party_compiled_ahead`]) rather than in the session's Load stage.
+    compiled_ahead: bool,
 }
+
+/// How an [`EvaluatorSpec`] says where its evaluator compiles the circuit.
+const AHEAD: &str = "compiled-ahead";
+const IN_SESSION: &str = "compiled-in-session";
 
 impl Drop for EvaluatorSpec {
     fn drop(&mut self) {
@@ -159,12 +169,25 @@ impl EvaluatorSpec {
             &self.token.hex(),
             self.hash.name(),
             self.scheme.name(),
+            if self.compiled_ahead {
+                AHEAD
+            } else {
+                IN_SESSION
+            },
         ])
     }
 
     fn decode(s: &str) -> Result<EvaluatorSpec, String> {
-        let [addr, circuit, evaluations, input, token, hash, scheme] =
-            spec_fields(EVALUATOR_ENV, s)?;
+        let [
+            addr,
+            circuit,
+            evaluations,
+            input,
+            token,
+            hash,
+            scheme,
+            compile,
+        ] = spec_fields(EVALUATOR_ENV, s)?;
         Ok(EvaluatorSpec {
             addr: addr.to_owned(),
             circuit: circuit.to_owned(),
@@ -179,6 +202,15 @@ impl EvaluatorSpec {
             scheme: scheme
                 .parse()
                 .map_err(|e| format!("{EVALUATOR_ENV} spec: {e}"))?,
+            compiled_ahead: match compile {
+                AHEAD => true,
+                IN_SESSION => false,
+                _ => {
+                    return Err(format!(
+                        "{EVALUATOR_ENV} spec: compilation neither {AHEAD} nor {IN_SESSION}"
+                    ));
+                }
+            },
         })
     }
 }
@@ -190,6 +222,8 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
     let c = load_circuit(&spec.circuit)?;
     let bits = bits_from_bytes_exact(Party::Evaluator, &spec.input, c.evaluator_input_bits())
         .map_err(|e| e.to_string())?;
+    // Before connecting: the garbler's clock starts at the connection.
+    let prog = spec.compiled_ahead.then(|| Program::compile(&c));
     let mut ch = TcpChannel::connect(&spec.addr, PEER_TIMEOUT).map_err(|e| e.to_string())?;
     ch.set_deadline(Some(deadline));
     spec.token.present(&mut ch)?;
@@ -200,8 +234,14 @@ pub(super) fn evaluate(spec: &str) -> Result<String, String> {
         scheme: spec.scheme,
         ..SessionOptions::default()
     };
-    let out =
-        session::run_evaluator(&mut ch, &c, &vec![bits; n], &opts).map_err(|e| e.to_string())?;
+    let inputs = vec![bits; n];
+    let out = match &prog {
+        Some(p) => {
+            EvaluatorSession::new(&opts).and_then(|mut s| s.run_program(&mut ch, p, &inputs))
+        }
+        None => session::run_evaluator(&mut ch, &c, &inputs, &opts),
+    }
+    .map_err(|e| e.to_string())?;
     let first = out.output_bytes().into_iter().next().unwrap_or_default();
     if out.outputs.iter().any(|o| bytes_from_bits(o) != first) {
         return Err("evaluations of the same inputs gave different outputs".into());
@@ -418,6 +458,32 @@ pub fn two_party_both(
 pub fn two_party_over(
     name: &str,
     c: &Circuit,
+    inputs: (&[u8], &[u8]),
+    evaluations: u64,
+    gc: (GcHash, Scheme),
+    net: &Net,
+) -> Result<TwoParty, ScenarioError> {
+    two_party_with(name, (c, None), inputs, evaluations, gc, net)
+}
+
+/// One session of one evaluation over loopback, as [`two_party_over`], with the circuit
+/// compiled before the session on both sides: the garbler brings `prog` (`c` compiled),
+/// the evaluator compiles its own before it connects, and the session is the protocol
+/// alone, without a Load stage (what a service that keeps its circuit compiled pays per
+/// session).
+pub fn two_party_compiled_ahead(
+    name: &str,
+    c: &Circuit,
+    prog: &Program,
+    inputs: (&[u8], &[u8]),
+    gc: (GcHash, Scheme),
+) -> Result<TwoParty, ScenarioError> {
+    two_party_with(name, (c, Some(prog)), inputs, 1, gc, &Net::loopback())
+}
+
+fn two_party_with(
+    name: &str,
+    (c, prog): (&Circuit, Option<&Program>),
     (garbler_input, evaluator_input): (&[u8], &[u8]),
     evaluations: u64,
     (hash, scheme): (GcHash, Scheme),
@@ -435,6 +501,7 @@ pub fn two_party_over(
             token: token.clone(),
             hash,
             scheme,
+            compiled_ahead: prog.is_some(),
         }
         .encode()
     };
@@ -448,7 +515,12 @@ pub fn two_party_over(
             scheme,
             ..SessionOptions::default()
         };
-        session::run_garbler(ch, c, &vec![bits; n], &opts).map_err(|e| e.to_string())
+        let inputs = vec![bits; n];
+        match prog {
+            Some(p) => GarblerSession::new(&opts).and_then(|mut s| s.run_program(ch, p, &inputs)),
+            None => session::run_garbler(ch, c, &inputs, &opts),
+        }
+        .map_err(|e| e.to_string())
     })?;
     let want = hex(&expected);
     let Some((got, evaluator_busy, evaluator_start, evaluator_stages)) =
@@ -723,8 +795,10 @@ mod tests {
             token: token.clone(),
             hash: GcHash::FixedKey,
             scheme: Scheme::ThreeHalves,
+            compiled_ahead: true,
         };
         let d = EvaluatorSpec::decode(&s.encode()).unwrap();
+        assert!(d.compiled_ahead);
         assert_eq!(
             (d.addr.as_str(), d.circuit.as_str(), d.evaluations, &d.input),
             ("127.0.0.1:4000", "aes128", 7, &vec![1, 2, 3])
@@ -732,19 +806,55 @@ mod tests {
         assert_eq!((d.hash, d.scheme), (GcHash::FixedKey, Scheme::ThreeHalves));
         assert!(d.token.matches(&token.0));
         let t = token.hex();
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh;half-gates")).is_ok());
+        let d = EvaluatorSpec::decode(&format!(
+            "v3;a;b;1;00;{t};mitccrh;half-gates;compiled-in-session"
+        ));
+        assert!(!d.unwrap().compiled_ahead);
         // An unknown scheme.
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh;two-halves")).is_err());
+        assert!(
+            EvaluatorSpec::decode(&format!(
+                "v3;a;b;1;00;{t};mitccrh;two-halves;compiled-in-session"
+            ))
+            .is_err()
+        );
         // Another version, a bad count, a bad token, a field missing, an unknown hash.
-        assert!(EvaluatorSpec::decode(&format!("v2;a;b;1;00;{t};mitccrh;half-gates")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;x;00;{t};mitccrh;half-gates")).is_err());
-        assert!(EvaluatorSpec::decode("v3;a;b;1;00;0011;mitccrh;half-gates").is_err());
+        assert!(
+            EvaluatorSpec::decode(&format!(
+                "v2;a;b;1;00;{t};mitccrh;half-gates;compiled-in-session"
+            ))
+            .is_err()
+        );
+        assert!(
+            EvaluatorSpec::decode(&format!(
+                "v3;a;b;x;00;{t};mitccrh;half-gates;compiled-in-session"
+            ))
+            .is_err()
+        );
+        assert!(
+            EvaluatorSpec::decode("v3;a;b;1;00;0011;mitccrh;half-gates;compiled-in-session")
+                .is_err()
+        );
         assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t}")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};sha;half-gates")).is_err());
+        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh;half-gates")).is_err());
+        // Where to compile: one of two words.
+        assert!(
+            EvaluatorSpec::decode(&format!(
+                "v3;a;b;1;00;{t};mitccrh;half-gates;compiled-later"
+            ))
+            .is_err()
+        );
+        assert!(
+            EvaluatorSpec::decode(&format!(
+                "v3;a;b;1;00;{t};sha;half-gates;compiled-in-session"
+            ))
+            .is_err()
+        );
         // Errors quote no field: the input may be a secret.
-        let e = EvaluatorSpec::decode(&format!("v3;a;b;1;abcdefgz;{t};mitccrh;half-gates"))
-            .err()
-            .unwrap();
+        let e = EvaluatorSpec::decode(&format!(
+            "v3;a;b;1;abcdefgz;{t};mitccrh;half-gates;compiled-in-session"
+        ))
+        .err()
+        .unwrap();
         assert!(!e.contains("abcdef"), "{e}");
         assert_eq!(format!("{token:?}"), "Token(..)");
     }
