@@ -892,6 +892,8 @@ mod tests {
             token: token.clone(),
             hash: GcHash::default(),
             scheme: Scheme::default(),
+            // The evaluator compiles before it connects, the garbler in its session.
+            compiled_ahead: true,
         }
         .encode();
         let evaluator = std::thread::spawn(move || evaluate(&spec));
