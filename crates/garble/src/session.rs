@@ -47,7 +47,8 @@
 //!
 //! [`run_garbler`]/[`run_evaluator`] run a session of one computation.
 //! [`GarblerSession`]/[`EvaluatorSession`] run any number of computations
-//! (any circuits) over one connection and pay for the base OTs once.
+//! (any circuits) over one connection and pay for the base OTs once, on
+//! circuits compiled in each computation or before the session (`run_program`).
 //!
 //! One global offset `R` serves the whole session; gate tweaks, OT indices and
 //! output-check indices keep counting across evaluations and computations, so
@@ -118,7 +119,8 @@ pub enum Role {
 /// A stage of the session, in protocol order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Stage {
-    /// Compiling the circuit (schedule, slots, digest) and checking inputs.
+    /// Compiling the circuit (schedule, slots, digest) and checking inputs; empty in a
+    /// computation on a circuit compiled before ([`GarblerSession::run_program`]).
     Load,
     /// Handshake and session randomness.
     Init,
