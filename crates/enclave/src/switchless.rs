@@ -15,7 +15,7 @@
 //!   SDK).
 //! * only the call ids listed in the configuration are switchless; others are regular.
 //!
-//! A pool slot is a full [channel](crate::shm): once a worker has taken a request, the
+//! A pool slot is a full channel (`crate::shm`): once a worker has taken a request, the
 //! conversation (chunked payloads, ocalls made by a switchless ecall) proceeds exactly as on
 //! a TCS channel, so switchless calls have no size limit. The slot's `claim` word moves
 //! FREE → BUSY (caller writing) → POSTED → TAKEN (worker) → FREE (caller, after the reply);

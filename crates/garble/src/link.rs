@@ -562,7 +562,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Shape {
     /// The token bucket's depth in bytes: a millisecond of the link's bytes, at least one
-    /// read ([`CHUNK`]).
+    /// read (`CHUNK`).
     pub fn burst_bytes(&self) -> usize {
         Shape::burst_bytes_of(self.rate_bytes_per_s)
     }

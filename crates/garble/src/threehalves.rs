@@ -85,7 +85,7 @@
 //! ```
 //!
 //! where each `lin` is a linear combination of `A_L, A_R, B_L, B_R, R_L, R_R`
-//! that depends on `(alpha, beta, r1, r2)` only: [`GARBLE_LIN`], computed at
+//! that depends on `(alpha, beta, r1, r2)` only: `GARBLE_LIN`, computed at
 //! compile time from the matrices above (and tested against a direct
 //! evaluation of all four rows).
 //!
@@ -110,7 +110,7 @@
 //! keys; four gates' twelve keys are expanded as four word-sliced registers
 //! and two plain ones), a few shuffles for the hash terms, and the linear
 //! terms without a branch or a per-half table lookup: the masks and the terms
-//! in `R` of [`GARBLE_LIN`], re-expressed over the zero labels `A0`, `B0` as
+//! in `R` of `GARBLE_LIN`, re-expressed over the zero labels `A0`, `B0` as
 //! they are in the label array, are looked up once per gate by its colours
 //! and coins (`FusedLin`, 256 bytes per index, built per garbling from `R`),
 //! and the label halves are broadcast from memory and masked, all five

@@ -12,7 +12,7 @@ use crate::store::{
     HistoryError, NewRun, RunFilter, RunInfo, RunStatus, Store, Summary, check_tag_name,
 };
 
-/// The schema this build reads and writes. Each step of [`MIGRATIONS`] takes a database one
+/// The schema this build reads and writes. Each step of `MIGRATIONS` takes a database one
 /// version up; a database at a higher version is refused, never rewritten.
 pub const SCHEMA_VERSION: i64 = 1;
 

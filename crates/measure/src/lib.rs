@@ -6,7 +6,7 @@
 //! - [`calibrate`]: grow a workload until a run reaches a target time, keeping every attempt.
 //! - [`sweep`]: weak and strong thread sweeps and fixed-duration passes.
 //! - [`stages`]: stage breakdowns with a theoretical minimum.
-//! - [`env`]: the environment fingerprint.
+//! - [`env`](mod@env): the environment fingerprint.
 //! - [`record`] and [`jsonl`]: the `ccbench.v1` records and their JSON-lines files.
 //!
 //! This crate never prints: it returns data, and the command line decides what to show.

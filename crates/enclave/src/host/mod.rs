@@ -189,7 +189,7 @@ impl EnclaveBuilder {
         self.model = m;
         self
     }
-    /// Registers a host ocall handler (ids below [`ocall::builtin::FIRST_USER`] replace
+    /// Registers a host ocall handler (ids below [`crate::ocall::builtin::FIRST_USER`] replace
     /// built-ins).
     pub fn ocall(
         mut self,

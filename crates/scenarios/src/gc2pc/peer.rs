@@ -30,7 +30,7 @@ use harness::hex::{hex, unhex};
 use harness::{At, ScenarioError};
 
 /// Environment variable that makes this binary the evaluator of one session; its value is
-/// [`SPEC_ON_STDIN`].
+/// `stdin` (`SPEC_ON_STDIN`): the spec comes on its stdin.
 pub const EVALUATOR_ENV: &str = "CCBENCH_GC_EVALUATOR";
 
 /// The value of an evaluator's environment variable: its spec comes on its stdin.
