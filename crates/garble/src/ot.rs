@@ -98,9 +98,13 @@ fn random_scalar(rng: &mut Prg) -> Scalar {
 
 /// A peer's point: its encoding, which must be canonical (`y < p`, so that
 /// a point has one encoding on the wire, as it has in the hashes), and the
-/// point. Whether it is of small order or has a torsion part is for the
-/// caller to check (see the module documentation).
-fn decompress(bytes: &[u8]) -> Result<(CompressedEdwardsY, EdwardsPoint), OtError> {
+/// point times the cofactor 8, which must not be the identity (see the
+/// module documentation); `small_order` is the error that says whose point
+/// was of small order.
+fn peer_point(
+    bytes: &[u8],
+    small_order: &'static str,
+) -> Result<(CompressedEdwardsY, EdwardsPoint), OtError> {
     let c = CompressedEdwardsY::from_slice(bytes).map_err(|_| OtError::Malformed("point size"))?;
     // y >= p = 2^255 - 19 (little endian: 0xed, then 0xff, then 0x7f with the sign bit).
     let y = c.as_bytes();
@@ -109,7 +113,11 @@ fn decompress(bytes: &[u8]) -> Result<(CompressedEdwardsY, EdwardsPoint), OtErro
     }
     let p = c
         .decompress()
-        .ok_or(OtError::Malformed("not a point of the curve"))?;
+        .ok_or(OtError::Malformed("not a point of the curve"))?
+        .mul_by_cofactor();
+    if p.is_identity() {
+        return Err(OtError::Malformed(small_order));
+    }
     Ok((c, p))
 }
 
@@ -261,13 +269,10 @@ pub fn base_send<C: Channel>(
         points.clear();
         cbs.clear();
         for (j, &(_, t)) in chunk.iter().enumerate() {
-            let (cb, b) = decompress(&bs[32 * j..32 * j + 32])?;
-            let cleared = b.mul_by_cofactor();
-            if cleared.is_identity() {
-                return Err(OtError::Malformed(
-                    "a point of small order from the receiver",
-                ));
-            }
+            let (cb, cleared) = peer_point(
+                &bs[32 * j..32 * j + 32],
+                "a point of small order from the receiver",
+            )?;
             let h = a * cleared;
             points.extend(offsets[..1 << t].iter().map(|o| h - o));
             cbs.push(cb);
@@ -312,14 +317,8 @@ pub fn base_receive<C: Channel>(
 ) -> Result<Vec<Block>, OtError> {
     let mut abuf = [0u8; 32];
     ch.recv(&mut abuf)?;
-    let (ca, sent) = decompress(&abuf)?;
     // A' = 8A: the cofactor cleared (see the module documentation).
-    let big_a = sent.mul_by_cofactor();
-    if big_a.is_identity() {
-        return Err(OtError::Malformed(
-            "a point of small order as the sender's point",
-        ));
-    }
+    let (ca, big_a) = peer_point(&abuf, "a point of small order as the sender's point")?;
     let all: Vec<(usize, usize)> = bundles(choices.len()).collect();
     // Each bundle's index: its choice bits, the first the lowest.
     let index: Vec<usize> = all
