@@ -35,7 +35,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::circuit::{Circuit, Gate, GateKind, Stats};
+use crate::circuit::{Circuit, Gate, GateKind, Party, Stats};
 
 /// The slot that holds constant 0: the zero block for both parties.
 pub(crate) const ZERO_SLOT: u32 = 0;
@@ -295,6 +295,14 @@ impl Program {
     /// Evaluator input bits.
     pub fn evaluator_input_bits(&self) -> usize {
         self.evaluator_inputs.len()
+    }
+
+    /// Input bits of one party (as [`Circuit::party_input_bits`]).
+    pub fn party_input_bits(&self, party: Party) -> usize {
+        match party {
+            Party::Garbler => self.garbler_input_bits(),
+            Party::Evaluator => self.evaluator_input_bits(),
+        }
     }
 
     /// Output bits.

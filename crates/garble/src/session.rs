@@ -564,22 +564,16 @@ impl<'a> Source<'a> {
         st: &mut Stages,
         ch: &C,
     ) -> Result<(Cow<'a, Program>, Duration), SessionError> {
-        let bits = |garbler: usize, evaluator: usize| match party {
-            Party::Garbler => garbler,
-            Party::Evaluator => evaluator,
-        };
         match self {
             Source::Circuit(c) => {
                 st.enter(Stage::Load, ch);
-                let want = bits(c.garbler_input_bits(), c.evaluator_input_bits());
-                check_inputs(inputs, party, want)?;
+                check_inputs(inputs, party, c.party_input_bits(party))?;
                 let tc = Instant::now();
                 let prog = Program::compile(c);
                 Ok((Cow::Owned(prog), tc.elapsed()))
             }
             Source::Program(p) => {
-                let want = bits(p.garbler_input_bits(), p.evaluator_input_bits());
-                check_inputs(inputs, party, want)?;
+                check_inputs(inputs, party, p.party_input_bits(party))?;
                 Ok((Cow::Borrowed(p), Duration::ZERO))
             }
         }

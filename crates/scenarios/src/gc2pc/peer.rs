@@ -806,55 +806,28 @@ mod tests {
         assert_eq!((d.hash, d.scheme), (GcHash::FixedKey, Scheme::ThreeHalves));
         assert!(d.token.matches(&token.0));
         let t = token.hex();
-        let d = EvaluatorSpec::decode(&format!(
-            "v3;a;b;1;00;{t};mitccrh;half-gates;compiled-in-session"
-        ));
+        let ok = "mitccrh;half-gates;compiled-in-session";
+        let d = EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};{ok}"));
         assert!(!d.unwrap().compiled_ahead);
-        // An unknown scheme.
-        assert!(
-            EvaluatorSpec::decode(&format!(
-                "v3;a;b;1;00;{t};mitccrh;two-halves;compiled-in-session"
-            ))
-            .is_err()
-        );
-        // Another version, a bad count, a bad token, a field missing, an unknown hash.
-        assert!(
-            EvaluatorSpec::decode(&format!(
-                "v2;a;b;1;00;{t};mitccrh;half-gates;compiled-in-session"
-            ))
-            .is_err()
-        );
-        assert!(
-            EvaluatorSpec::decode(&format!(
-                "v3;a;b;x;00;{t};mitccrh;half-gates;compiled-in-session"
-            ))
-            .is_err()
-        );
-        assert!(
-            EvaluatorSpec::decode("v3;a;b;1;00;0011;mitccrh;half-gates;compiled-in-session")
-                .is_err()
-        );
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t}")).is_err());
-        assert!(EvaluatorSpec::decode(&format!("v3;a;b;1;00;{t};mitccrh;half-gates")).is_err());
-        // Where to compile: one of two words.
-        assert!(
-            EvaluatorSpec::decode(&format!(
-                "v3;a;b;1;00;{t};mitccrh;half-gates;compiled-later"
-            ))
-            .is_err()
-        );
-        assert!(
-            EvaluatorSpec::decode(&format!(
-                "v3;a;b;1;00;{t};sha;half-gates;compiled-in-session"
-            ))
-            .is_err()
-        );
+        for bad in [
+            // An unknown scheme.
+            format!("v3;a;b;1;00;{t};mitccrh;two-halves;compiled-in-session"),
+            // Another version, a bad count, a bad token, a field missing, an unknown hash.
+            format!("v2;a;b;1;00;{t};{ok}"),
+            format!("v3;a;b;x;00;{t};{ok}"),
+            format!("v3;a;b;1;00;0011;{ok}"),
+            format!("v3;a;b;1;00;{t}"),
+            format!("v3;a;b;1;00;{t};mitccrh;half-gates"),
+            format!("v3;a;b;1;00;{t};sha;half-gates;compiled-in-session"),
+            // Where to compile: one of two words.
+            format!("v3;a;b;1;00;{t};mitccrh;half-gates;compiled-later"),
+        ] {
+            assert!(EvaluatorSpec::decode(&bad).is_err(), "{bad}");
+        }
         // Errors quote no field: the input may be a secret.
-        let e = EvaluatorSpec::decode(&format!(
-            "v3;a;b;1;abcdefgz;{t};mitccrh;half-gates;compiled-in-session"
-        ))
-        .err()
-        .unwrap();
+        let e = EvaluatorSpec::decode(&format!("v3;a;b;1;abcdefgz;{t};{ok}"))
+            .err()
+            .unwrap();
         assert!(!e.contains("abcdef"), "{e}");
         assert_eq!(format!("{token:?}"), "Token(..)");
     }
