@@ -72,7 +72,10 @@ pub fn record(
     })();
     match outcome {
         Ok((id, db)) => eprintln!("history: run {id} recorded in {db}"),
-        Err(e) => eprintln!("warning: this run was not recorded in the history: {e:#}"),
+        Err(e) => eprintln!(
+            "warning: this run was not recorded in the history: {}",
+            crate::error_message(&e)
+        ),
     }
 }
 

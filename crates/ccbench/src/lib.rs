@@ -160,10 +160,29 @@ pub fn main_with(app: App) -> ExitCode {
                 eprintln!("error: {exit}");
                 return ExitCode::from(exit.code);
             }
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_message(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes on one line, `outer: cause: ...`, as anyhow's `{:#}` writes it, but
+/// without a cause whose text the line already holds: most of our errors (and some of our
+/// dependencies', such as tempfile's) put their cause into their own message and also give it
+/// as their `source`, which `{:#}` would then print twice ("Connection refused (os error
+/// 111): Connection refused (os error 111)").
+pub(crate) fn error_message(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// Defines `main` (and the global allocator) of a ccbench binary: the whole command line over
@@ -202,6 +221,43 @@ mod tests {
     use harness::{Context, ScenarioError};
 
     use super::*;
+
+    /// An error that quotes its cause in its message and also gives it as its source, as
+    /// `thiserror`'s `#[error("...: {source}")]` does.
+    #[derive(Debug)]
+    struct Quoting(std::io::Error);
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "could not connect to 127.0.0.1:1: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn error_message_prints_each_cause_once() {
+        let refused = || std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let err = anyhow::Error::new(Quoting(refused())).context("connecting to the garbler");
+        let cause = refused().to_string();
+        assert_eq!(
+            error_message(&err),
+            format!("connecting to the garbler: could not connect to 127.0.0.1:1: {cause}")
+        );
+        // Causes the message does not hold yet are all kept, in order.
+        let err = anyhow::Error::new(refused())
+            .context("reading results.jsonl")
+            .context("writing the report");
+        assert_eq!(
+            error_message(&err),
+            format!("writing the report: reading results.jsonl: {cause}")
+        );
+        assert_eq!(format!("{err:#}"), error_message(&err));
+    }
 
     struct Named(&'static str);
 

@@ -469,6 +469,30 @@ fn gc_a_key_share_on_the_command_line_is_warned_about() {
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
 
+/// A failure's cause is printed once: the connection error names the refusal once, though the
+/// channel's error both quotes it and gives it as its source.
+#[test]
+fn an_errors_cause_is_printed_once() {
+    let nowhere = format!("127.0.0.1:{}", free_port());
+    let zeros = "00".repeat(16);
+    let o = run(&[
+        "gc",
+        "evaluate",
+        "--circuit",
+        "aes128",
+        "--input",
+        &zeros,
+        "--connect",
+        &nowhere,
+        "--timeout",
+        "0.3",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&nowhere), "{err}");
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+}
+
 /// A peer that sends a byte every 100 ms never lets the 30 s --timeout run out; the
 /// garbler gives up when its 1 s --deadline passes, not after.
 #[test]
