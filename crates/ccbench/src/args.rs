@@ -170,7 +170,7 @@ pub struct HistoryLocation {
     /// The history database: an SQLite file, or a PostgreSQL server as
     /// postgres://USER@HOST:PORT/DATABASE (no TLS) [default: $CCBENCH_HISTORY, else
     /// $XDG_DATA_HOME/ccbench/history.sqlite].
-    #[arg(long, value_name = "PATH|URL")]
+    #[arg(long, value_name = "PATH|URL", global = true)]
     pub history: Option<PathBuf>,
 }
 

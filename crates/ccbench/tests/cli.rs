@@ -1518,6 +1518,10 @@ fn runs_are_kept_in_the_history_and_read_back() {
     let text = String::from_utf8_lossy(&list.stdout).into_owned();
     assert_eq!(text.lines().count(), 3, "a header and two runs:\n{text}");
     assert!(text.contains("dev") && text.contains("complete") && text.contains("sealing"));
+    // The database may also be named after the subcommand.
+    let after = run(&["history", "list", "--history", h]);
+    assert!(after.status.success(), "{}", stderr(&after));
+    assert_eq!(String::from_utf8_lossy(&after.stdout), text);
 
     let o = run(&["history", "--history", h, "tag", "1", "baseline"]);
     assert!(o.status.success(), "{}", stderr(&o));
