@@ -486,7 +486,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results file written by `ccbench run`.
+    /// A results file written by `ccbench run`, or the run folder that holds it.
     pub results: PathBuf,
     /// Output folder [default: the results file's folder].
     #[arg(long)]

@@ -429,11 +429,23 @@ pub fn save(out_dir: &Path, records: &[Record]) -> Result<PathBuf> {
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
-    let records = read_records(&args.results)?;
+    // A run folder stands for its results file, as in `compare`.
+    let results = if args.results.is_dir() {
+        let inside = args.results.join("results.jsonl");
+        if !inside.is_file() {
+            anyhow::bail!(
+                "{} is a folder without a results.jsonl: give a results file or a run folder",
+                args.results.display()
+            );
+        }
+        inside
+    } else {
+        args.results
+    };
+    let records = read_records(&results)?;
     let out_dir = match args.out {
         Some(d) => d,
-        None => args
-            .results
+        None => results
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))

@@ -179,6 +179,26 @@ fn run_crypto_quick_writes_results_report_and_plots() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(again.join("report.html").exists());
+    // The run folder stands for its results file; a folder without one is named.
+    let folder = dir.path().join("from-folder");
+    let o = run(&[
+        "report",
+        out.to_str().unwrap(),
+        "--out",
+        folder.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(folder.join("report.md")).unwrap(),
+        std::fs::read(again.join("report.md")).unwrap()
+    );
+    let o = run(&["report", again.join("plots").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("without a results.jsonl"),
+        "{}",
+        stderr(&o)
+    );
 
     // Comparing a run with itself finds no change.
     let r = out.join("results.jsonl");
