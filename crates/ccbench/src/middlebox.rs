@@ -240,6 +240,19 @@ fn relay(a: RelayArgs, registry: &Registry) -> Result<ExitCode> {
         report.wall.as_secs_f64(),
         live::Status::of(&mb)
     );
+    // What went wrong is in the records and the report; the terminal says that it did.
+    if let Some(first) = report.upstream_errors.first() {
+        eprintln!(
+            "middlebox: {} connection(s) could not reach the upstream (first: {first})",
+            report.upstream_failures
+        );
+    }
+    if let Some(first) = report.agents.errors.first() {
+        eprintln!(
+            "middlebox: {} share agent connection(s) broke (first: {first})",
+            report.agents.broken
+        );
+    }
     let trace = enclave.trace();
     live::emit_records(&ctx, &report, &config, &setup, Some(&trace))?;
     drop(mb);

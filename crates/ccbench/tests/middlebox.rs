@@ -263,6 +263,45 @@ fn ctrl_c_while_the_advisor_profiles_relays_and_writes_nothing() {
     assert!(!out.join("results.jsonl").exists());
 }
 
+/// A client whose upstream refuses: its connection is closed, counted in the records, and
+/// the relay says so on the terminal when it stops (no `openssl` needed).
+#[test]
+fn an_unreachable_upstream_is_counted_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let nowhere = format!("127.0.0.1:{}", free_port());
+    let mut mb = Reaped(
+        relay_command(&nowhere, &dir.path().join("platform"), &out)
+            .spawn()
+            .unwrap(),
+    );
+    let lines = lines_of(mb.0.stderr.take().unwrap());
+    let relaying = line_with(&lines, "relaying");
+    let listen = addr_after(&relaying, "relaying ");
+    let mut client = std::net::TcpStream::connect(&listen).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // The relay closes the client's connection once the upstream has refused.
+    let mut rest = Vec::new();
+    assert_eq!(client.read_to_end(&mut rest).unwrap_or(0), 0);
+    interrupt(&mb.0);
+    let said = line_with(&lines, "could not reach the upstream");
+    assert!(
+        said.contains(&nowhere) && said.contains("1 connection"),
+        "{said}"
+    );
+    // Ctrl-C is how a relay is stopped: a normal exit.
+    let status = wait_for(&mut mb.0, Duration::from_secs(60));
+    assert!(status.success(), "{status}");
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(summary_value(&records, "upstream failures"), 1);
+}
+
 /// One `openssl s_client` session through `ccbench middlebox` (with `extra` options) to
 /// `openssl s_server`, its key log followed by a share agent: checks the bytes, the
 /// inspection and the records, and returns the records.
