@@ -151,6 +151,14 @@ fn payload(n: usize) -> Vec<u8> {
     out
 }
 
+/// The records of the results file in the output folder `out`.
+fn results(out: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn table<'a>(records: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
     records
         .iter()
@@ -294,11 +302,7 @@ fn an_unreachable_upstream_is_counted_and_said() {
     // Ctrl-C is how a relay is stopped: a normal exit.
     let status = wait_for(&mut mb.0, Duration::from_secs(60));
     assert!(status.success(), "{status}");
-    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
-    let records: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = results(&out);
     assert_eq!(summary_value(&records, "upstream failures"), 1);
 }
 
@@ -439,11 +443,7 @@ fn openssl_session(extra: &[&str]) -> Vec<serde_json::Value> {
     let mb_status = wait_for(&mut mb.0, Duration::from_secs(60));
     assert!(mb_status.success(), "middlebox: {mb_status}");
 
-    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
-    let records: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = results(&out);
     let flows = table(&records, "live_flows");
     let rows = flows["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{flows}");
@@ -486,6 +486,7 @@ fn openssl_session(extra: &[&str]) -> Vec<serde_json::Value> {
         .and_then(|l| l.split_whitespace().nth(2))
         .unwrap()
         .to_owned();
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     assert!(!text.to_lowercase().contains(&master.to_lowercase()));
     records
 }
