@@ -157,6 +157,8 @@ pub struct Compute {
     /// Each stage's time after its last round trip's answer
     /// ([`garble::session::StageReport::tail_time`]).
     tail: [Duration; Stage::ALL.len()],
+    /// Each stage's CPU time, where every report measured it (single-shot sessions).
+    cpu: [Option<Duration>; Stage::ALL.len()],
     /// Both parties' start traces of the same sessions (garbler's, evaluator's), for the
     /// replay of the stages before garbling ([`super::replay`]).
     starts: Vec<(StartTrace, StartTrace)>,
@@ -176,13 +178,18 @@ impl Compute {
         };
         let mut per_stage = [Duration::ZERO; Stage::ALL.len()];
         let mut tail = [Duration::ZERO; Stage::ALL.len()];
+        let mut cpu = [None; Stage::ALL.len()];
         for (i, &s) in Stage::ALL.iter().enumerate() {
             per_stage[i] = median(&|r| r.stage(s).time)?;
             tail[i] = median(&|r| r.stage(s).tail_time)?;
+            if reports.iter().all(|r| r.stage(s).cpu.is_some()) {
+                cpu[i] = median(&|r| r.stage(s).cpu.unwrap_or_default());
+            }
         }
         Some(Compute {
             per_stage,
             tail,
+            cpu,
             starts: Vec::new(),
         })
     }
@@ -210,6 +217,11 @@ impl Compute {
     /// A stage's typical (median) time after its last round trip's answer.
     pub fn tail(&self, s: Stage) -> Duration {
         self.tail[s as usize]
+    }
+
+    /// A stage's typical (median) CPU time, where measured (single-shot sessions).
+    pub fn cpu(&self, s: Stage) -> Option<Duration> {
+        self.cpu[s as usize]
     }
 }
 
@@ -283,7 +295,16 @@ impl Model {
     ///   above count as a round trip after the stage's own compute whichever party was
     ///   first. The replay starts the two parties as far apart as they started in the
     ///   session predicted (`evaluator`, that session's evaluator's start trace; an empty
-    ///   trace: as over loopback, plus one delay for the evaluator's token).
+    ///   trace: as over loopback, plus one delay for the evaluator's token);
+    /// * and no such stage is predicted shorter than its CPU time over loopback
+    ///   ([`Compute::cpu`], where measured): that work is the party's whatever the link, and
+    ///   before garbling it is its own thread's (the channel writes its flushes inline; its
+    ///   writer thread, whose CPU is counted too, streams the tables, so from Garble on the
+    ///   CPU of two threads is no floor for the time). The replay counts a receive whose
+    ///   bytes have already arrived as free, and over loopback such a receive held a
+    ///   wake-up and a copy: without the floor, the garbler's Peer Inputs of a single-shot
+    ///   AES-128 session over `lan` was predicted at 38.5 µs, under the 80 µs of CPU it
+    ///   took over loopback and over the link alike (2026-11-27).
     ///
     /// What the bucket holds is used by the next bytes, whichever stage sends them: the
     /// garbler's socket takes a single-shot session's tables in Result, after two stages
@@ -371,7 +392,10 @@ impl Model {
             };
             let replayed = super::replay::STAGES.iter().position(|&x| x == s);
             let t = match (added, replayed) {
-                (Some(a), Some(k)) => (c + a[k]).max(0.0),
+                (Some(a), Some(k)) => {
+                    let cpu = compute.cpu(s).map_or(0.0, |d| d.as_secs_f64());
+                    (c + a[k]).max(cpu)
+                }
                 _ => t,
             };
             *o = Duration::from_secs_f64(t);
@@ -613,6 +637,43 @@ mod tests {
         assert!((10.9..11.5).contains(&waited), "{waited}");
         // An unknown start: as over loopback.
         assert_eq!(init(&StartTrace::default()), usual);
+    }
+
+    /// No stage before garbling is predicted shorter than the CPU it took over loopback,
+    /// whatever the replay gives; without a CPU time, and from Garble on (where the CPU is two
+    /// threads'), the prediction is the model's own.
+    #[test]
+    fn no_stage_before_garbling_is_predicted_under_its_loopback_cpu() {
+        let c = garble::library::aes128();
+        let run = garble::microbench::loopback_2pc(&c, 1, &Default::default()).unwrap();
+        let e = run.evaluator.start.clone();
+        let lan = Model::new("lan".parse().unwrap(), Duration::ZERO);
+        let mut g = run.garbler.clone();
+        let predicted = |g: &SessionReport| {
+            let compute =
+                Compute::with_evaluator(std::slice::from_ref(g), std::slice::from_ref(&e)).unwrap();
+            lan.predict(g, &e, &compute)
+        };
+        for st in &mut g.stages {
+            st.cpu = None;
+        }
+        let free = predicted(&g);
+        let (inputs, garble) = (Stage::PeerInputs as usize, Stage::Garble as usize);
+        // A replayed stage and the streaming one, each given more CPU than it was predicted.
+        g.stages[inputs].cpu = Some(free[inputs] + Duration::from_millis(7));
+        g.stages[garble].cpu = Some(free[garble] + Duration::from_millis(9));
+        let floored = predicted(&g);
+        assert_eq!(floored[inputs], free[inputs] + Duration::from_millis(7));
+        // Garble and the stages without a CPU time are as they were.
+        for s in [
+            Stage::Load,
+            Stage::Init,
+            Stage::OtInit,
+            Stage::Garble,
+            Stage::Result,
+        ] {
+            assert_eq!(floored[s as usize], free[s as usize], "{s:?}");
+        }
     }
 
     /// In a session of several evaluations, the bytes the garbler's socket sent while it was
