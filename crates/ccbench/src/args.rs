@@ -331,7 +331,10 @@ pub struct PartyArgs {
     /// A file that holds this party's input as hex (surrounding whitespace ignored).
     #[arg(long, value_name = "PATH")]
     pub input_file: Option<PathBuf>,
-    /// Evaluations of the circuit in this session (the same input each time): bulk mode.
+    /// Evaluations of the circuit in this session (the same input each time): bulk mode. The
+    /// OT extension for all of them runs at once, at about 100 bytes per evaluator input bit
+    /// of every evaluation (AES-128: 15 KB an evaluation); a count that needs more than half
+    /// the memory available now is refused.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub evaluations: u32,
     /// Seconds to wait for the peer each time: to connect, or to send its next bytes.

@@ -386,11 +386,37 @@ fn print_stats(spec: &str, s: &garble::Stats) {
     }
 }
 
+/// Refuses (a usage error, before connecting) a number of evaluations whose session would
+/// take more than half the memory this machine has available now: the OT extension for
+/// all evaluations' inputs runs at once ([`session::bulk_memory_bytes`]), and a session's two
+/// parties often share one machine. Without the check the kernel's OOM killer ends the
+/// process mid-session (1,000,000 AES-128 evaluations: 14 GB in the garbler alone).
+fn check_memory(c: &Circuit, n: u64, role: Party) -> Result<()> {
+    let need = session::bulk_memory_bytes(c, n, role);
+    let Some(available) = measure::env::available_memory_bytes() else {
+        return Ok(());
+    };
+    if need <= available / 2 {
+        return Ok(());
+    }
+    let most = (available / 2) / session::bulk_memory_bytes(c, 1, role).max(1);
+    Err(Exit::usage(format!(
+        "--evaluations {n}: the session would hold about {} in this process at once (the \
+         OT extension for all evaluations' inputs runs before the first is garbled), more \
+         than half of the {} this machine has available now; at most {most} evaluations of \
+         this circuit here, or several sessions",
+        report::units::bytes(need as f64),
+        report::units::bytes(available as f64),
+    ))
+    .into())
+}
+
 fn party(role: Party, a: PartyArgs, addr: &str) -> Result<ExitCode> {
     let c = circuit(&a.circuit)?;
     let input = read_input(&a)?;
     let bits = bits_from_bytes_exact(role, &input.bytes, c.party_input_bits(role))
         .map_err(|e| Exit::usage(format!("{}: {e}", input.source)))?;
+    check_memory(&c, u64::from(a.evaluations), role)?;
     let timeout = Duration::from_secs_f64(a.timeout);
     let inputs = vec![bits; a.evaluations as usize];
     let deadline = session_deadline(&a);

@@ -513,6 +513,42 @@ fn an_errors_cause_is_printed_once() {
     assert_eq!(err.matches("os error").count(), 1, "{err}");
 }
 
+/// A number of evaluations whose OT extension (all evaluations' inputs at once) would not fit
+/// in memory is refused before anything is sent, naming the size and the most that fits,
+/// instead of the kernel's OOM killer ending the party mid-session.
+#[test]
+fn gc_evaluations_that_would_not_fit_in_memory_are_refused() {
+    // mul1024: 1,024 evaluator input bits, about 115 GB for a million evaluations.
+    let input = "00".repeat(128);
+    for (role, peer) in [("garble", "--listen"), ("evaluate", "--connect")] {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let start = Instant::now();
+        let o = run(&[
+            "gc",
+            role,
+            "--circuit",
+            "mul1024",
+            "--input",
+            &input,
+            "--evaluations",
+            "1000000",
+            peer,
+            &addr,
+            "--timeout",
+            "5",
+        ]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{role}: {err}");
+        assert!(
+            err.contains("--evaluations 1000000") && err.contains("available"),
+            "{role}: {err}"
+        );
+        assert!(err.contains("at most"), "{role}: {err}");
+        // Refused at once, not after waiting for the peer.
+        assert!(start.elapsed() < Duration::from_secs(4), "{role}");
+    }
+}
+
 /// A peer that sends a byte every 100 ms never lets the 30 s --timeout run out; the
 /// garbler gives up when its 1 s --deadline passes, not after.
 #[test]

@@ -485,6 +485,17 @@ impl std::fmt::Debug for IknpReceiver {
     }
 }
 
+/// The sender's memory at the peak of [`IknpSender::send_correlated`], in bytes per OT:
+/// seven 16-byte values of each OT are held at once (the receiver's matrix, its columns and
+/// rows, the tweaks, both hashed labels and the answer). A session's OT extension covers
+/// every evaluation's evaluator inputs at once (`crate::session::bulk_memory_bytes`).
+pub const SENDER_BYTES_PER_OT: u64 = 7 * 16;
+
+/// The receiver's memory at the peak of [`IknpReceiver::receive_correlated`], in bytes per
+/// OT: six 16-byte values (its columns, its matrix, the rows, the tweaks, the sender's
+/// answer and the labels).
+pub const RECEIVER_BYTES_PER_OT: u64 = 6 * 16;
+
 impl IknpSender {
     /// Runs the 128 base OTs (as their receiver).
     pub fn setup<C: Channel>(ch: &mut C, rng: &mut Prg) -> Result<IknpSender, OtError> {

@@ -86,11 +86,21 @@ fn os_name() -> String {
 }
 
 fn memory_bytes() -> u64 {
-    read("/proc/meminfo")
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
+    meminfo_bytes(&read("/proc/meminfo"), "MemTotal:").unwrap_or(0)
+}
+
+/// The memory the kernel estimates is available for new work now (`MemAvailable` in
+/// `/proc/meminfo`), in bytes; `None` where it does not say.
+pub fn available_memory_bytes() -> Option<u64> {
+    meminfo_bytes(&read("/proc/meminfo"), "MemAvailable:")
+}
+
+/// A `/proc/meminfo` field (`key` with its colon), in bytes.
+fn meminfo_bytes(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kib| kib * 1024)
+        .map(|kib| kib * 1024)
 }
 
 impl Env {
@@ -261,6 +271,22 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2000-02-29T01:01:01Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_305_600); // 2026-11-22
         assert_eq!(rfc3339_utc(t), "2026-11-22T00:00:00Z");
+    }
+
+    #[test]
+    fn reads_meminfo_fields_in_bytes() {
+        let text = "MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(meminfo_bytes(text, "MemTotal:"), Some(24_576_000 * 1024));
+        assert_eq!(
+            meminfo_bytes(text, "MemAvailable:"),
+            Some(20_000_000 * 1024)
+        );
+        assert_eq!(meminfo_bytes(text, "SwapTotal:"), None);
+        assert_eq!(
+            meminfo_bytes("MemAvailable: lots kB\n", "MemAvailable:"),
+            None
+        );
+        assert!(available_memory_bytes().is_some_and(|b| b > 0));
     }
 
     #[test]
