@@ -131,7 +131,25 @@ impl Plan {
         const AES_AND: u64 = 6_400;
         (self.bulk * AES_AND / and_gates.max(1)).max(4)
     }
+
+    /// Evaluations per bulk session of `c`: [`Plan::bulk_for`] its AND gates, at most
+    /// [`MAX_BULK`] (a circuit of few AND gates would otherwise get millions), and no more
+    /// than both parties' sessions, which share this machine, hold in half the memory
+    /// available when the run starts ([`garble::session::bulk_memory_bytes`]: the OT extension
+    /// for all evaluations' inputs runs at once). At least one.
+    fn bulk_evaluations(&self, c: &Circuit, available: Option<u64>) -> u64 {
+        let per_eval = garble::session::bulk_memory_bytes(c, 1, Party::Garbler)
+            + garble::session::bulk_memory_bytes(c, 1, Party::Evaluator);
+        let fits = available.map_or(u64::MAX, |a| a / 2 / per_eval.max(1));
+        self.bulk_for(c.stats().and_gates())
+            .min(MAX_BULK)
+            .min(fits)
+            .max(1)
+    }
 }
+
+/// The most evaluations of one bulk session, as `ccbench gc garble|evaluate` allow.
+const MAX_BULK: u64 = 1_000_000;
 
 /// The hash of the sessions, and whether the user chose it (`--hash`): without a choice the
 /// sessions run the default (MITCCRH) and `gc-2pc` measures the other hash beside it.
@@ -657,7 +675,7 @@ impl Gc2pc {
 
         // Bulk sessions: many evaluations per session; under the other hash and the other
         // scheme too unless the user chose them.
-        let evals = plan.bulk_for(and);
+        let evals = plan.bulk_evaluations(c, measure::env::available_memory_bytes());
         let mut bulk_runs = vec![(hash, scheme)];
         if !chosen_hash {
             bulk_runs.push((other(hash), scheme));
@@ -1041,5 +1059,30 @@ mod tests {
         assert_eq!(p.bulk_for(6_400), p.bulk);
         assert!(p.bulk_for(1_000_000) >= 4);
         assert!(p.bulk_for(100) > p.bulk);
+    }
+
+    /// A bulk session's evaluations: by AND gates where memory allows, at most a million
+    /// (an AND-free circuit would otherwise get 26 million), and within half the memory
+    /// available for both parties' OT extensions; never none.
+    #[test]
+    fn bulk_sessions_fit_in_memory() {
+        let p = Plan::of(Preset::Full);
+        let plenty = Some(1 << 40);
+        let aes = garble::library::aes128();
+        assert_eq!(p.bulk_evaluations(&aes, plenty), p.bulk);
+        assert_eq!(p.bulk_evaluations(&aes, None), p.bulk);
+        // 128 evaluator bits XORed with the garbler's: no AND gate at all.
+        let mut b = garble::builder::Builder::new();
+        let (g, e) = (b.input(Party::Garbler, 128), b.input(Party::Evaluator, 128));
+        let x = b.xor_words(&g, &e);
+        let xor = b.finish(&[x]).unwrap();
+        assert_eq!(p.bulk_evaluations(&xor, plenty), MAX_BULK);
+        let per_eval = garble::session::bulk_memory_bytes(&xor, 1, Party::Garbler)
+            + garble::session::bulk_memory_bytes(&xor, 1, Party::Evaluator);
+        let gib = 1 << 30;
+        let n = p.bulk_evaluations(&xor, Some(gib));
+        assert_eq!(n, gib / 2 / per_eval);
+        assert!(n * per_eval <= gib / 2 && (n + 1) * per_eval > gib / 2);
+        assert_eq!(p.bulk_evaluations(&xor, Some(1000)), 1);
     }
 }
