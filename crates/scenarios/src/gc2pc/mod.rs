@@ -134,13 +134,15 @@ impl Plan {
 
     /// Evaluations per bulk session of `c`: [`Plan::bulk_for`] its AND gates, at most
     /// [`MAX_BULK`] (a circuit of few AND gates would otherwise get millions), and no more
-    /// than both parties' sessions, which share this machine, hold in half the memory
-    /// available when the run starts ([`garble::session::bulk_memory_bytes`]: the OT extension
-    /// for all evaluations' inputs runs at once). At least one.
+    /// than both parties' sessions, which share this machine, hold in [`BULK_MEMORY`] or half
+    /// the memory available when the run starts, whichever is less
+    /// ([`garble::session::bulk_memory_bytes`]: the OT extension for all evaluations' inputs
+    /// runs at once). At least one.
     fn bulk_evaluations(&self, c: &Circuit, available: Option<u64>) -> u64 {
         let per_eval = garble::session::bulk_memory_bytes(c, 1, Party::Garbler)
             + garble::session::bulk_memory_bytes(c, 1, Party::Evaluator);
-        let fits = available.map_or(u64::MAX, |a| a / 2 / per_eval.max(1));
+        let budget = available.map_or(BULK_MEMORY, |a| (a / 2).min(BULK_MEMORY));
+        let fits = budget / per_eval.max(1);
         self.bulk_for(c.stats().and_gates())
             .min(MAX_BULK)
             .min(fits)
@@ -150,6 +152,10 @@ impl Plan {
 
 /// The most evaluations of one bulk session, as `ccbench gc garble|evaluate` allow.
 const MAX_BULK: u64 = 1_000_000;
+
+/// The most memory both parties of a bulk session may hold for it: the built-in circuits
+/// take about 110 MB (AES-128's 4,096 evaluations) or less.
+const BULK_MEMORY: u64 = 1 << 30;
 
 /// The hash of the sessions, and whether the user chose it (`--hash`): without a choice the
 /// sessions run the default (MITCCRH) and `gc-2pc` measures the other hash beside it.
@@ -1062,8 +1068,8 @@ mod tests {
     }
 
     /// A bulk session's evaluations: by AND gates where memory allows, at most a million
-    /// (an AND-free circuit would otherwise get 26 million), and within half the memory
-    /// available for both parties' OT extensions; never none.
+    /// (an AND-free circuit would otherwise get 26 million), and within the budget or half
+    /// the memory available for both parties' OT extensions; never none.
     #[test]
     fn bulk_sessions_fit_in_memory() {
         let p = Plan::of(Preset::Full);
@@ -1076,13 +1082,20 @@ mod tests {
         let (g, e) = (b.input(Party::Garbler, 128), b.input(Party::Evaluator, 128));
         let x = b.xor_words(&g, &e);
         let xor = b.finish(&[x]).unwrap();
-        assert_eq!(p.bulk_evaluations(&xor, plenty), MAX_BULK);
         let per_eval = garble::session::bulk_memory_bytes(&xor, 1, Party::Garbler)
             + garble::session::bulk_memory_bytes(&xor, 1, Party::Evaluator);
-        let gib = 1 << 30;
-        let n = p.bulk_evaluations(&xor, Some(gib));
-        assert_eq!(n, gib / 2 / per_eval);
-        assert!(n * per_eval <= gib / 2 && (n + 1) * per_eval > gib / 2);
+        // The budget, then half the memory available where that is less.
+        assert_eq!(p.bulk_evaluations(&xor, plenty), BULK_MEMORY / per_eval);
+        let quarter = BULK_MEMORY / 4;
+        let n = p.bulk_evaluations(&xor, Some(quarter));
+        assert_eq!(n, quarter / 2 / per_eval);
+        assert!(n * per_eval <= quarter / 2 && (n + 1) * per_eval > quarter / 2);
         assert_eq!(p.bulk_evaluations(&xor, Some(1000)), 1);
+        // A circuit with one evaluator input bit and no AND gate: the count's own limit.
+        let mut b = garble::builder::Builder::new();
+        let (g, e) = (b.input(Party::Garbler, 1), b.input(Party::Evaluator, 1));
+        let x = b.xor_words(&g, &e);
+        let tiny = b.finish(&[x]).unwrap();
+        assert_eq!(p.bulk_evaluations(&tiny, plenty), MAX_BULK);
     }
 }
