@@ -69,9 +69,10 @@ pub const NAMES: [&str; 5] = [LOOPBACK, "lan10g", "lan", "wan", "intercontinenta
 /// The name of a profile given as `rate=..,rtt=..`.
 pub const CUSTOM: &str = "custom";
 
-/// The slowest rate a profile may have, in bits per second (below, a session of the
-/// smallest circuit would take minutes).
-pub const MIN_RATE: u64 = 1_000;
+/// The slowest rate a profile may have, in bits per second: a run measures its link with a
+/// transfer of at least 1 MiB (17 s at this rate) within a minute, which failed below about
+/// 140 kbit/s, and one AES-128 session's 200 KB take 3 s here.
+pub const MIN_RATE: u64 = 500_000;
 /// The fastest rate a profile may have, in bits per second.
 pub const MAX_RATE: u64 = 1_000_000_000_000;
 /// The longest round-trip time a profile may have.
@@ -197,7 +198,8 @@ fn parse_rate(v: &str) -> Result<u64, String> {
     let bits = n * scale;
     if !(bits >= MIN_RATE as f64 && bits <= MAX_RATE as f64) {
         return Err(format!(
-            "the rate must be between {MIN_RATE} bit/s and {} Gbit/s",
+            "the rate must be between {} kbit/s and {} Gbit/s",
+            MIN_RATE / 1_000,
             MAX_RATE / 1_000_000_000
         ));
     }
@@ -1097,6 +1099,11 @@ mod tests {
         bad("rate=x1mbit,rtt=1ms", "rate=x1mbit", "unit");
         bad("rate=1.2.3mbit,rtt=1ms", "rate=1.2.3mbit", "not a number");
         bad("rate=0mbit,rtt=1ms", "rate=0mbit", "between");
+        bad("rate=499kbit,rtt=1ms", "rate=499kbit", "between 500 kbit/s");
+        assert_eq!(
+            profile("rate=500kbit,rtt=1ms").rate_bits_per_s,
+            Some(MIN_RATE)
+        );
         bad("rate=5tbit,rtt=1ms", "rate=5tbit", "unknown rate unit");
         bad("rate=1mbit,rtt=20", "rtt=20", "unit");
         bad("rate=1mbit,rtt=-2ms", "rtt=-2ms", "between");

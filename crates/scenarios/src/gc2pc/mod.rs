@@ -133,18 +133,25 @@ impl Plan {
     }
 
     /// Evaluations per bulk session of `c`: [`Plan::bulk_for`] its AND gates, at most
-    /// [`MAX_BULK`] (a circuit of few AND gates would otherwise get millions), and no more
-    /// than both parties' sessions, which share this machine, hold in [`BULK_MEMORY`] or half
-    /// the memory available when the run starts, whichever is less
+    /// [`MAX_BULK`] (a circuit of few AND gates would otherwise get millions), no more than
+    /// both parties' sessions, which share this machine, hold in [`BULK_MEMORY`] or half the
+    /// memory available when the run starts, whichever is less
     /// ([`garble::session::bulk_memory_bytes`]: the OT extension for all evaluations' inputs
-    /// runs at once). At least one.
-    fn bulk_evaluations(&self, c: &Circuit, available: Option<u64>) -> u64 {
+    /// runs at once), and over a link of `rate` bytes per second no more than the garbler's
+    /// bytes of [`BULK_LINK_TIME`] (at least four). At least one.
+    fn bulk_evaluations(&self, c: &Circuit, available: Option<u64>, rate: Option<f64>) -> u64 {
         let per_eval = garble::session::bulk_memory_bytes(c, 1, Party::Garbler)
             + garble::session::bulk_memory_bytes(c, 1, Party::Evaluator);
         let budget = available.map_or(BULK_MEMORY, |a| (a / 2).min(BULK_MEMORY));
         let fits = budget / per_eval.max(1);
+        let sent = |n| garble::session::expected_wire_bytes(c, n).0;
+        let per_eval_sent = sent(2).saturating_sub(sent(1)).max(1);
+        let carried = rate.map_or(u64::MAX, |r| {
+            ((r * BULK_LINK_TIME.as_secs_f64()) as u64 / per_eval_sent).max(4)
+        });
         self.bulk_for(c.stats().and_gates())
             .min(MAX_BULK)
+            .min(carried)
             .min(fits)
             .max(1)
     }
@@ -156,6 +163,12 @@ const MAX_BULK: u64 = 1_000_000;
 /// The most memory both parties of a bulk session may hold for it: the built-in circuits
 /// take about 110 MB (AES-128's 4,096 evaluations) or less.
 const BULK_MEMORY: u64 = 1 << 30;
+
+/// The longest a bulk session's tables may take on its link at the link's rate: the named
+/// profiles stay under it with every built-in circuit (AES-128's 4,096 evaluations, 864 MB
+/// from the garbler, take 35 s over `wan` and 69 s over `intercontinental`); a custom
+/// profile of 1 Mbit/s gets 71 AES-128 evaluations a session instead of 4,096 (1.9 hours).
+const BULK_LINK_TIME: Duration = Duration::from_secs(120);
 
 /// The hash of the sessions, and whether the user chose it (`--hash`): without a choice the
 /// sessions run the default (MITCCRH) and `gc-2pc` measures the other hash beside it.
@@ -681,7 +694,11 @@ impl Gc2pc {
 
         // Bulk sessions: many evaluations per session; under the other hash and the other
         // scheme too unless the user chose them.
-        let evals = plan.bulk_evaluations(c, measure::env::available_memory_bytes());
+        let evals = plan.bulk_evaluations(
+            c,
+            measure::env::available_memory_bytes(),
+            net.profile().rate_bytes_per_s(),
+        );
         let mut bulk_runs = vec![(hash, scheme)];
         if !chosen_hash {
             bulk_runs.push((other(hash), scheme));
@@ -1068,15 +1085,16 @@ mod tests {
     }
 
     /// A bulk session's evaluations: by AND gates where memory allows, at most a million
-    /// (an AND-free circuit would otherwise get 26 million), and within the budget or half
-    /// the memory available for both parties' OT extensions; never none.
+    /// (an AND-free circuit would otherwise get 26 million), within the budget or half the
+    /// memory available for both parties' OT extensions, and within two minutes of a slow
+    /// link; never none.
     #[test]
     fn bulk_sessions_fit_in_memory() {
         let p = Plan::of(Preset::Full);
         let plenty = Some(1 << 40);
         let aes = garble::library::aes128();
-        assert_eq!(p.bulk_evaluations(&aes, plenty), p.bulk);
-        assert_eq!(p.bulk_evaluations(&aes, None), p.bulk);
+        assert_eq!(p.bulk_evaluations(&aes, plenty, None), p.bulk);
+        assert_eq!(p.bulk_evaluations(&aes, None, None), p.bulk);
         // 128 evaluator bits XORed with the garbler's: no AND gate at all.
         let mut b = garble::builder::Builder::new();
         let (g, e) = (b.input(Party::Garbler, 128), b.input(Party::Evaluator, 128));
@@ -1085,17 +1103,47 @@ mod tests {
         let per_eval = garble::session::bulk_memory_bytes(&xor, 1, Party::Garbler)
             + garble::session::bulk_memory_bytes(&xor, 1, Party::Evaluator);
         // The budget, then half the memory available where that is less.
-        assert_eq!(p.bulk_evaluations(&xor, plenty), BULK_MEMORY / per_eval);
+        assert_eq!(
+            p.bulk_evaluations(&xor, plenty, None),
+            BULK_MEMORY / per_eval
+        );
         let quarter = BULK_MEMORY / 4;
-        let n = p.bulk_evaluations(&xor, Some(quarter));
+        let n = p.bulk_evaluations(&xor, Some(quarter), None);
         assert_eq!(n, quarter / 2 / per_eval);
         assert!(n * per_eval <= quarter / 2 && (n + 1) * per_eval > quarter / 2);
-        assert_eq!(p.bulk_evaluations(&xor, Some(1000)), 1);
+        assert_eq!(p.bulk_evaluations(&xor, Some(1000), None), 1);
         // A circuit with one evaluator input bit and no AND gate: the count's own limit.
         let mut b = garble::builder::Builder::new();
         let (g, e) = (b.input(Party::Garbler, 1), b.input(Party::Evaluator, 1));
         let x = b.xor_words(&g, &e);
         let tiny = b.finish(&[x]).unwrap();
-        assert_eq!(p.bulk_evaluations(&tiny, plenty), MAX_BULK);
+        assert_eq!(p.bulk_evaluations(&tiny, plenty, None), MAX_BULK);
+        // Over a link: every named profile keeps the full count of every built-in circuit;
+        // 1 Mbit/s carries two minutes of AES-128's tables, 500 kbit/s still four evaluations
+        // of mul1024.
+        let rate = |s: &str| {
+            s.parse::<garble::link::Profile>()
+                .unwrap()
+                .rate_bytes_per_s()
+        };
+        for name in ["lan10g", "lan", "wan", "intercontinental"] {
+            for c in [
+                &aes,
+                &garble::library::sha256_compress(),
+                &garble::library::mul(1024),
+            ] {
+                let full = p.bulk_evaluations(c, plenty, None);
+                assert_eq!(p.bulk_evaluations(c, plenty, rate(name)), full, "{name}");
+            }
+        }
+        let slow = p.bulk_evaluations(&aes, plenty, rate("rate=1mbit,rtt=10ms"));
+        let per_eval = garble::session::expected_wire_bytes(&aes, 2).0
+            - garble::session::expected_wire_bytes(&aes, 1).0;
+        assert_eq!(slow, 125_000 * 120 / per_eval);
+        let mul = garble::library::mul(1024);
+        assert_eq!(
+            p.bulk_evaluations(&mul, plenty, rate("rate=500kbit,rtt=10ms")),
+            4
+        );
     }
 }
