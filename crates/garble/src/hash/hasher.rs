@@ -20,6 +20,9 @@ pub struct Hasher {
     /// AVX-512F and AVX-512VL were detected beside VAES: the fused kernels run their
     /// AVX-512VL instances (32 vector registers; MITCCRH keeps twice the gates in flight).
     avx512: bool,
+    /// AVX-512BW and DQ too: MITCCRH's half-gates runs go through the 512-bit kernels
+    /// (`ni::mitccrh512`).
+    zmm: bool,
 }
 
 /// AVX-512F and AVX-512VL beside VAES and AVX2 (checked at run time).
@@ -37,6 +40,20 @@ fn avx512_available() -> bool {
     }
 }
 
+/// AVX-512BW and AVX-512DQ beside [`avx512_available`].
+fn zmm_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx512_available()
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 impl Hasher {
     /// The fixed-key hash with the detected backend.
     pub fn new() -> Hasher {
@@ -44,6 +61,7 @@ impl Hasher {
             aes: Aes128::new(FIXED_KEY),
             seed: None,
             avx512: avx512_available(),
+            zmm: zmm_available(),
         }
     }
 
@@ -67,6 +85,7 @@ impl Hasher {
                 GcHash::Mitccrh => Some(seed),
             },
             avx512: backend == Backend::AesNi && avx512_available(),
+            zmm: backend == Backend::AesNi && zmm_available(),
         })
     }
 
@@ -92,12 +111,26 @@ impl Hasher {
     pub(crate) fn no_vaes_for_tests(&mut self) {
         self.aes.no_vaes();
         self.avx512 = false;
+        self.zmm = false;
     }
 
     /// Turns the AVX-512VL kernels off: tests compare them with the AVX2 ones.
     #[cfg(test)]
     pub(crate) fn no_avx512_for_tests(&mut self) {
         self.avx512 = false;
+        self.zmm = false;
+    }
+
+    /// Turns the 512-bit MITCCRH kernels off: tests compare them with the 256-bit ones.
+    #[cfg(test)]
+    pub(crate) fn no_zmm_for_tests(&mut self) {
+        self.zmm = false;
+    }
+
+    /// Whether MITCCRH's half-gates runs take the 512-bit kernels.
+    #[cfg(test)]
+    pub(crate) fn zmm(&self) -> bool {
+        self.zmm
     }
 
     /// Whether the fused kernels run their AVX-512VL instances.
@@ -263,6 +296,9 @@ impl Hasher {
             match self.seed {
                 None if self.avx512 => ni::avx512::garble_run(rk, delta, labels, run, gate, tables),
                 None => ni::avx2::garble_run(rk, delta, labels, run, gate, tables),
+                Some(s) if self.zmm => {
+                    ni::mitccrh512::garble_run_mi(s, delta, labels, run, gate, tables)
+                }
                 Some(s) if self.avx512 => {
                     ni::avx512::garble_run_mi(s, delta, labels, run, gate, tables)
                 }
@@ -294,6 +330,7 @@ impl Hasher {
             match self.seed {
                 None if self.avx512 => ni::avx512::eval_run(rk, labels, run, gate, tables),
                 None => ni::avx2::eval_run(rk, labels, run, gate, tables),
+                Some(s) if self.zmm => ni::mitccrh512::eval_run_mi(s, labels, run, gate, tables),
                 Some(s) if self.avx512 => ni::avx512::eval_run_mi(s, labels, run, gate, tables),
                 Some(s) => ni::avx2::eval_run_mi(s, labels, run, gate, tables),
             }

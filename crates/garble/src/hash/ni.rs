@@ -30,6 +30,7 @@ macro_rules! rekeyed_rounds {
     };
 }
 
+pub(super) mod mitccrh512;
 pub(super) mod threehalves;
 
 #[inline(always)]

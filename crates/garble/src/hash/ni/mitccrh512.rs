@@ -1,0 +1,321 @@
+//! The MITCCRH half-gates kernels on 512-bit registers (AVX-512F, BW and DQ with VAES):
+//! four blocks a register, sixteen gates a group, the same tables and labels as the
+//! 256-bit kernels of [`super`] (tests compare them).
+//!
+//! Why a second width: the MITCCRH kernels are bound by their key schedules, whose
+//! word-sliced form needs a 4x4 transpose back to round keys every round (eight unpacks
+//! per eight keys at 256 bits). On the Intel cores with AVX-512 (Sapphire/Emerald
+//! Rapids), 256-bit shuffles issue on two ports and VAES on two, 512-bit shuffles on one
+//! and VAES on one (the two low ports fuse), so the shuffles and the AES rounds move the
+//! same bytes per cycle at either width, but the XORs of the schedule and the front end
+//! see half the instructions. The rounds of sixteen gates' evaluation took 0.69 times as
+//! long at 512 bits as at 256, and garbling's 0.72 (a scratch harness of the two
+//! `mmo_rekeyed` loops, `docs/gc-2pc.md`).
+//!
+//! Layout: data register `i` of a group holds gates `2i` and `2i + 1`,
+//! `(A_2i | B_2i | A_2i+1 | B_2i+1)`; its key register the keys of the tweaks `2g`
+//! (for `A`) and `2g + 1` (for `B`) of both gates, that is of `j0 + 4i + l` in lane
+//! `l`, `j0 = 2 g0` for the group's first gate `g0`. The two gates' tables are 64
+//! contiguous bytes `(TG | TE | TG' | TE')`: one load or store per register.
+
+use super::*;
+
+/// Transposes four registers as 4x4 matrices of 32-bit words in each 128-bit lane (as
+/// [`super::transpose4`]).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transpose4(r: [__m512i; 4]) -> [__m512i; 4] {
+    let t0 = _mm512_unpacklo_epi32(r[0], r[1]);
+    let t1 = _mm512_unpackhi_epi32(r[0], r[1]);
+    let t2 = _mm512_unpacklo_epi32(r[2], r[3]);
+    let t3 = _mm512_unpackhi_epi32(r[2], r[3]);
+    [
+        _mm512_unpacklo_epi64(t0, t2),
+        _mm512_unpackhi_epi64(t0, t2),
+        _mm512_unpacklo_epi64(t1, t3),
+        _mm512_unpackhi_epi64(t1, t3),
+    ]
+}
+
+/// [`super::expand_step_sliced`] for sixteen keys.
+#[target_feature(enable = "aes,avx512f,avx512bw,vaes")]
+#[inline]
+fn expand_step_sliced(w: &mut [__m512i; 4], rcon: i32) {
+    // SAFETY: `SLICED_SUB_ROT` is 16 readable bytes; `loadu` has no alignment requirement.
+    let sub_rot =
+        _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(SLICED_SUB_ROT.as_ptr().cast()) });
+    let p01 = _mm512_xor_si512(w[0], w[1]);
+    let p012 = _mm512_xor_si512(p01, w[2]);
+    let p0123 = _mm512_xor_si512(p012, w[3]);
+    let t = _mm512_aesenclast_epi128(_mm512_shuffle_epi8(w[3], sub_rot), _mm512_set1_epi32(rcon));
+    w[0] = _mm512_xor_si512(w[0], t);
+    w[1] = _mm512_xor_si512(p01, t);
+    w[2] = _mm512_xor_si512(p012, t);
+    w[3] = _mm512_xor_si512(p0123, t);
+}
+
+/// Dword `4l + i` of a slice's tweak offsets: the key in lane `l` of the slice's key
+/// register `i` has tweak `j + 4i + l` (`j` the slice's first).
+const TWEAK_OFFSETS: [i32; 16] = [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15];
+
+/// The session seed's words, each in all sixteen dwords, and the seed in every lane.
+#[derive(Clone, Copy)]
+struct Seed {
+    words: [__m512i; 4],
+    lanes: __m512i,
+}
+
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn seed_of(seed: Block) -> Seed {
+    let b = seed.0;
+    Seed {
+        words: core::array::from_fn(|j| _mm512_set1_epi32((b >> (32 * j)) as u32 as i32)),
+        lanes: _mm512_broadcast_i32x4(load(&seed)),
+    }
+}
+
+/// The keys of `M` key registers from tweak `j0` on (`k(t) = seed ^ (t << 64)`, as
+/// [`super::mi_key`]): in natural form (register `i`, lane `l`: tweak `j0 + 4i + l`), the
+/// round-0 keys, and word-sliced by fours (see [`TWEAK_OFFSETS`]), built from the tweaks
+/// directly rather than transposed.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn group_keys<const M: usize>(s: &Seed, j0: u64) -> ([__m512i; M], [__m512i; M]) {
+    // Qword 2l + 1 of register i: j0 + 4i + l.
+    let ctr = _mm512_add_epi64(
+        _mm512_maskz_set1_epi64(0b1010_1010, j0 as i64),
+        _mm512_set_epi64(3, 0, 2, 0, 1, 0, 0, 0),
+    );
+    let natural = core::array::from_fn(|i| {
+        let c = _mm512_add_epi64(ctr, _mm512_maskz_set1_epi64(0b1010_1010, 4 * i as i64));
+        _mm512_xor_si512(s.lanes, c)
+    });
+    // SAFETY: `TWEAK_OFFSETS` is 64 readable bytes; `loadu` has no alignment requirement.
+    let offsets = unsafe { _mm512_loadu_si512(TWEAK_OFFSETS.as_ptr().cast()) };
+    let mut sliced = [_mm512_setzero_si512(); M];
+    for q in (0..M).step_by(4) {
+        let j = j0.wrapping_add(4 * q as u64);
+        let lo = _mm512_add_epi32(_mm512_set1_epi32(j as u32 as i32), offsets);
+        // The low words wrapped where they fell below their offset: carry into the high.
+        let carry = _mm512_cmplt_epu32_mask(lo, offsets);
+        let hi0 = _mm512_set1_epi32((j >> 32) as u32 as i32);
+        let hi = _mm512_mask_add_epi32(hi0, carry, hi0, _mm512_set1_epi32(1));
+        sliced[q] = s.words[0];
+        sliced[q + 1] = s.words[1];
+        sliced[q + 2] = _mm512_xor_si512(s.words[2], lo);
+        sliced[q + 3] = _mm512_xor_si512(s.words[3], hi);
+    }
+    (natural, sliced)
+}
+
+/// `AES_K(x) ^ x` for `M` key registers (four keys each) and `P` data registers per key,
+/// the key schedules made round by round in word-sliced form, four registers at a time.
+#[target_feature(enable = "aes,avx512f,avx512bw,vaes")]
+#[inline]
+fn mmo_rekeyed<const M: usize, const P: usize>(
+    k: &[__m512i; M],
+    mut w: [__m512i; M],
+    x: &[[__m512i; P]; M],
+) -> [[__m512i; P]; M] {
+    const { assert!(M % 4 == 0) };
+    let mut v: [[__m512i; P]; M] =
+        core::array::from_fn(|i| core::array::from_fn(|p| _mm512_xor_si512(x[i][p], k[i])));
+    rekeyed_rounds!(|rc, last| {
+        for s in (0..M).step_by(4) {
+            let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
+            expand_step_sliced(&mut ws, rc);
+            w[s..s + 4].copy_from_slice(&ws);
+            for (i, key) in transpose4(ws).into_iter().enumerate() {
+                for p in 0..P {
+                    let y = &mut v[s + i][p];
+                    *y = if last {
+                        _mm512_xor_si512(_mm512_aesenclast_epi128(*y, key), x[s + i][p])
+                    } else {
+                        _mm512_aesenc_epi128(*y, key)
+                    };
+                }
+            }
+        }
+    });
+    v
+}
+
+/// `(A | B | A' | B')` of gates `ga`, `gb`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn gather2(labels: &[Block], mask: usize, ga: &[u32; 3], gb: &[u32; 3]) -> __m512i {
+    let v = _mm512_castsi128_si512(gather(labels, mask, ga[0]));
+    let v = _mm512_inserti32x4::<1>(v, gather(labels, mask, ga[1]));
+    let v = _mm512_inserti32x4::<2>(v, gather(labels, mask, gb[0]));
+    _mm512_inserti32x4::<3>(v, gather(labels, mask, gb[1]))
+}
+
+/// Each lane's lsb as a mask of both its qwords: the colour bits of `(A | B | A' | B')`.
+#[target_feature(enable = "avx512f,avx512dq")]
+#[inline]
+fn colours(x: __m512i) -> __mmask8 {
+    let k = _mm512_test_epi64_mask(x, _mm512_set_epi64(0, 1, 0, 1, 0, 1, 0, 1));
+    k | (k << 1)
+}
+
+/// The two 128-bit halves of each 256-bit half swapped: `(B | A | B' | A')`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn swap_pairs(x: __m512i) -> __m512i {
+    _mm512_shuffle_i32x4::<0b10_11_00_01>(x, x)
+}
+
+/// Lanes 1 and 3 (qwords 2, 3, 6, 7).
+const ODD_LANES: __mmask8 = 0b1100_1100;
+
+/// Stores the output labels of gates `ga`, `gb` from `w = (Wg | We | Wg' | We')`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn scatter2(labels: &mut [Block], mask: usize, ga: &[u32; 3], gb: &[u32; 3], w: __m512i) {
+    let o = _mm512_xor_si512(w, swap_pairs(w));
+    scatter(labels, mask, ga[2], _mm512_castsi512_si128(o));
+    scatter(labels, mask, gb[2], _mm512_extracti32x4_epi32::<2>(o));
+}
+
+/// Half-gates garbling of the `2M` gates of `run` (their tables into `tables`, `64 M`
+/// bytes), tweaks from `j0` on.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn garble_group<const M: usize>(
+    s: &Seed,
+    rr: __m512i,
+    dd: __m512i,
+    labels: &mut [Block],
+    mask: usize,
+    run: &[[u32; 3]],
+    tables: &mut [u8],
+    j0: u64,
+) {
+    assert!(run.len() == 2 * M && tables.len() == 64 * M);
+    let (k, w) = group_keys::<M>(s, j0);
+    let x: [[__m512i; 2]; M] = core::array::from_fn(|i| {
+        let ab = gather2(labels, mask, &run[2 * i], &run[2 * i + 1]);
+        [ab, _mm512_xor_si512(ab, rr)]
+    });
+    let h = mmo_rekeyed(&k, w, &x);
+    for i in 0..M {
+        let [h0, h1] = h[i];
+        let ab = x[i][0];
+        let c = colours(ab);
+        let ba = swap_pairs(ab);
+        // (TG | TE): TG = hA0 ^ hA1 ^ (R if pb), TE = hB0 ^ hB1 ^ A.
+        let y = _mm512_mask_mov_epi64(_mm512_maskz_mov_epi64(colours(ba), dd), ODD_LANES, ba);
+        let s01 = _mm512_xor_si512(h0, h1);
+        let t = _mm512_xor_si512(s01, y);
+        // SAFETY: `64 i + 64 <= 64 M = tables.len()` (checked): 64 writable bytes;
+        // `storeu` has no alignment requirement.
+        unsafe { _mm512_storeu_si512(tables.as_mut_ptr().add(64 * i).cast(), t) };
+        // (WG0 | WE0): WG0 = hA0 ^ (TG if pa), WE0 = hB0 ^ (hB0 ^ hB1 if pb).
+        let sel = _mm512_mask_mov_epi64(t, ODD_LANES, s01);
+        let w0 = _mm512_mask_xor_epi64(h0, c, h0, sel);
+        scatter2(labels, mask, &run[2 * i], &run[2 * i + 1], w0);
+    }
+}
+
+/// Half-gates evaluation of the `2M` gates of `run` with their tables (`64 M` bytes),
+/// tweaks from `j0` on.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
+#[inline]
+fn eval_group<const M: usize>(
+    s: &Seed,
+    labels: &mut [Block],
+    mask: usize,
+    run: &[[u32; 3]],
+    tables: &[u8],
+    j0: u64,
+) {
+    assert!(run.len() == 2 * M && tables.len() == 64 * M);
+    let (k, w) = group_keys::<M>(s, j0);
+    let x: [[__m512i; 1]; M] =
+        core::array::from_fn(|i| [gather2(labels, mask, &run[2 * i], &run[2 * i + 1])]);
+    let h = mmo_rekeyed(&k, w, &x);
+    for i in 0..M {
+        let ab = x[i][0];
+        // SAFETY: `64 i + 64 <= tables.len()` (checked): 64 readable bytes.
+        let t = unsafe { _mm512_loadu_si512(tables.as_ptr().add(64 * i).cast()) };
+        // (TG | TE ^ A): WG = hA ^ (TG if pa), WE = hB ^ (TE ^ A if pb).
+        let sel = _mm512_mask_xor_epi64(t, ODD_LANES, t, swap_pairs(ab));
+        let w = _mm512_mask_xor_epi64(h[i][0], colours(ab), h[i][0], sel);
+        scatter2(labels, mask, &run[2 * i], &run[2 * i + 1], w);
+    }
+}
+
+/// Key registers a group when garbling (two gates each).
+const GARBLE_KEYS: usize = 8;
+/// Key registers a group when evaluating.
+const EVAL_KEYS: usize = 8;
+
+/// [`super::avx512::garble_run_mi`] at 512 bits: groups of sixteen gates, the rest of
+/// the run through the 256-bit kernels.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
+pub(in crate::hash) fn garble_run_mi(
+    seed: Block,
+    delta: Block,
+    labels: &mut [Block],
+    run: &[[u32; 3]],
+    gate: u64,
+    tables: &mut [u8],
+) {
+    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+    let mask = labels.len() - 1;
+    let s = seed_of(seed);
+    let rr = _mm512_broadcast_i32x4(load(&delta));
+    // (R | 0 | R | 0): TG's term.
+    let dd = _mm512_maskz_mov_epi64(!ODD_LANES, rr);
+    const G: usize = 2 * GARBLE_KEYS;
+    let full = run.len() / G * G;
+    for (n, (r, t)) in run[..full]
+        .chunks_exact(G)
+        .zip(tables[..32 * full].chunks_exact_mut(32 * G))
+        .enumerate()
+    {
+        let j0 = (gate + (n * G) as u64) << 1;
+        garble_group::<GARBLE_KEYS>(&s, rr, dd, labels, mask, r, t, j0);
+    }
+    super::avx512::garble_run_mi(
+        seed,
+        delta,
+        labels,
+        &run[full..],
+        gate + full as u64,
+        &mut tables[32 * full..],
+    );
+}
+
+/// [`super::avx512::eval_run_mi`] at 512 bits.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
+pub(in crate::hash) fn eval_run_mi(
+    seed: Block,
+    labels: &mut [Block],
+    run: &[[u32; 3]],
+    gate: u64,
+    tables: &[u8],
+) {
+    assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
+    let mask = labels.len() - 1;
+    let s = seed_of(seed);
+    const G: usize = 2 * EVAL_KEYS;
+    let full = run.len() / G * G;
+    for (n, (r, t)) in run[..full]
+        .chunks_exact(G)
+        .zip(tables[..32 * full].chunks_exact(32 * G))
+        .enumerate()
+    {
+        let j0 = (gate + (n * G) as u64) << 1;
+        eval_group::<EVAL_KEYS>(&s, labels, mask, r, t, j0);
+    }
+    super::avx512::eval_run_mi(
+        seed,
+        labels,
+        &run[full..],
+        gate + full as u64,
+        &tables[32 * full..],
+    );
+}
