@@ -41,7 +41,7 @@ fn avx512_available() -> bool {
 }
 
 /// AVX-512BW and AVX-512DQ beside [`avx512_available`].
-fn zmm_available() -> bool {
+pub(super) fn zmm_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         avx512_available()

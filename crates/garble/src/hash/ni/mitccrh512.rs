@@ -319,3 +319,60 @@ pub(in crate::hash) fn eval_run_mi(
         &tables[32 * full..],
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys of [`group_keys`] as bytes: natural form, and the sliced form transposed
+    /// back, register by register.
+    #[target_feature(enable = "aes,avx512f,avx512bw,vaes")]
+    fn keys_of(seed: Block, j0: u64) -> [[u128; 4]; 8] {
+        let (natural, sliced) = group_keys::<8>(&seed_of(seed), j0);
+        let mut from_sliced = sliced;
+        for q in (0..8).step_by(4) {
+            let t = transpose4([sliced[q], sliced[q + 1], sliced[q + 2], sliced[q + 3]]);
+            from_sliced[q..q + 4].copy_from_slice(&t);
+        }
+        let bytes = |v: __m512i| {
+            let mut o = [0u128; 4];
+            // SAFETY: `o` is 64 writable bytes; `storeu` has no alignment requirement.
+            unsafe { _mm512_storeu_si512(o.as_mut_ptr().cast(), v) };
+            o
+        };
+        let keys: [[u128; 4]; 8] = core::array::from_fn(|i| bytes(natural[i]));
+        for i in 0..8 {
+            assert_eq!(
+                bytes(from_sliced[i]),
+                keys[i],
+                "sliced register {i}, j0 {j0:#x}"
+            );
+        }
+        keys
+    }
+
+    /// Lane `l` of key register `i` holds the key of tweak `j0 + 4i + l`, `seed ^ (t <<
+    /// 64)`, in both forms, also where the tweaks' low 32 bits wrap within a group.
+    #[test]
+    fn group_keys_are_the_tweaks_keys_across_a_carry() {
+        if !crate::hash::hasher::zmm_available() {
+            eprintln!("skipped: no AVX-512BW/DQ with VAES on this CPU");
+            return;
+        }
+        let seed = Block(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
+        for j0 in [0, 2 * 12_345, (1 << 32) - 6, (1 << 33) - 20, (1 << 40) - 2] {
+            // SAFETY: the features were detected above.
+            let keys = unsafe { keys_of(seed, j0) };
+            for (i, reg) in keys.iter().enumerate() {
+                for (l, &k) in reg.iter().enumerate() {
+                    let t = j0 + 4 * i as u64 + l as u64;
+                    assert_eq!(
+                        k,
+                        seed.0 ^ (u128::from(t) << 64),
+                        "j0 {j0:#x}, key {i}, lane {l}"
+                    );
+                }
+            }
+        }
+    }
+}
