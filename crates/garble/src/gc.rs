@@ -714,9 +714,9 @@ pub(crate) mod tests {
     }
 
     /// The hashers of one kind to compare: the fused VAES kernels (when the
-    /// CPU has them; their AVX-512VL and AVX2 instances, and MITCCRH's 512-bit
-    /// kernels), AES-NI through the generic code, and the portable hash. They batch
-    /// differently: the 512-bit kernels take sixteen MITCCRH gates at a time, the
+    /// CPU has them; their 512-bit, AVX-512VL and AVX2 instances), AES-NI through the
+    /// generic code, and the portable hash. They batch differently: the 512-bit kernels
+    /// take sixteen gates at a time (eight when garbling under the fixed key), the
     /// other fused kernels garble eight (four with AVX2) and evaluate eight
     /// at a time, key schedules word-sliced by fours, the generic code hashes
     /// eight gates at a time with eight keys in flight, the portable cipher
@@ -735,7 +735,7 @@ pub(crate) mod tests {
                 v.push(avx2);
             }
             if fast.zmm() {
-                // MITCCRH's 256-bit AVX-512VL kernels beside its 512-bit ones.
+                // The 256-bit AVX-512VL kernels beside the 512-bit ones.
                 let mut ymm = fast.clone();
                 ymm.no_zmm_for_tests();
                 v.push(ymm);

@@ -20,8 +20,7 @@ pub struct Hasher {
     /// AVX-512F and AVX-512VL were detected beside VAES: the fused kernels run their
     /// AVX-512VL instances (32 vector registers; MITCCRH keeps twice the gates in flight).
     avx512: bool,
-    /// AVX-512BW and DQ too: MITCCRH's half-gates runs go through the 512-bit kernels
-    /// (`ni::mitccrh512`).
+    /// AVX-512BW and DQ too: half-gates runs go through the 512-bit kernels (`ni::zmm`).
     zmm: bool,
 }
 
@@ -121,13 +120,13 @@ impl Hasher {
         self.zmm = false;
     }
 
-    /// Turns the 512-bit MITCCRH kernels off: tests compare them with the 256-bit ones.
+    /// Turns the 512-bit kernels off: tests compare them with the 256-bit ones.
     #[cfg(test)]
     pub(crate) fn no_zmm_for_tests(&mut self) {
         self.zmm = false;
     }
 
-    /// Whether MITCCRH's half-gates runs take the 512-bit kernels.
+    /// Whether half-gates runs take the 512-bit kernels.
     #[cfg(test)]
     pub(crate) fn zmm(&self) -> bool {
         self.zmm
@@ -294,11 +293,10 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
+                None if self.zmm => ni::zmm::garble_run(rk, delta, labels, run, gate, tables),
                 None if self.avx512 => ni::avx512::garble_run(rk, delta, labels, run, gate, tables),
                 None => ni::avx2::garble_run(rk, delta, labels, run, gate, tables),
-                Some(s) if self.zmm => {
-                    ni::mitccrh512::garble_run_mi(s, delta, labels, run, gate, tables)
-                }
+                Some(s) if self.zmm => ni::zmm::garble_run_mi(s, delta, labels, run, gate, tables),
                 Some(s) if self.avx512 => {
                     ni::avx512::garble_run_mi(s, delta, labels, run, gate, tables)
                 }
@@ -328,9 +326,10 @@ impl Hasher {
         // SAFETY: as in `garble_ands`.
         unsafe {
             match self.seed {
+                None if self.zmm => ni::zmm::eval_run(rk, labels, run, gate, tables),
                 None if self.avx512 => ni::avx512::eval_run(rk, labels, run, gate, tables),
                 None => ni::avx2::eval_run(rk, labels, run, gate, tables),
-                Some(s) if self.zmm => ni::mitccrh512::eval_run_mi(s, labels, run, gate, tables),
+                Some(s) if self.zmm => ni::zmm::eval_run_mi(s, labels, run, gate, tables),
                 Some(s) if self.avx512 => ni::avx512::eval_run_mi(s, labels, run, gate, tables),
                 Some(s) => ni::avx2::eval_run_mi(s, labels, run, gate, tables),
             }

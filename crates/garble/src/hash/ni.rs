@@ -30,8 +30,8 @@ macro_rules! rekeyed_rounds {
     };
 }
 
-pub(super) mod mitccrh512;
 pub(super) mod threehalves;
+pub(super) mod zmm;
 
 #[inline(always)]
 fn load_keys(rk: &[[u8; 16]; 11]) -> [__m128i; 11] {
