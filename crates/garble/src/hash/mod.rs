@@ -83,9 +83,10 @@
 //!
 //! [`Backend::AesNi`] uses `core::arch` AES-NI with eight blocks in flight,
 //! or 256-bit VAES with sixteen, and fused half-gates kernels that run a
-//! whole AND run in vector registers (`Hasher::garble_run`), and the same
-//! for three-halves (`Hasher::garble_run_3h`, `Hasher::eval_run_3h`, in
-//! `ni::threehalves`);
+//! whole AND run in vector registers (`Hasher::garble_run`; on 512-bit
+//! registers, four blocks each, where the CPU has AVX-512F/BW/DQ, in
+//! `ni::zmm`), and the same for three-halves (`Hasher::garble_run_3h`,
+//! `Hasher::eval_run_3h`, in `ni::threehalves`);
 //! [`Backend::Portable`] is RustCrypto's constant-time fixsliced AES
 //! (four blocks per 64-bit word, no table, no secret-dependent branch),
 //! vendored in `fixslice` because the `aes` crate selects its software
