@@ -316,7 +316,7 @@ fn keys512(rk: &[[u8; 16]; 11]) -> [__m512i; 11] {
 }
 
 /// The tweaks of a fixed-key group's first data register, `j0 + l` in lane `l`'s low
-/// qword; the next register's are four more.
+/// qword.
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn tweaks(j0: u64) -> __m512i {
@@ -324,6 +324,13 @@ fn tweaks(j0: u64) -> __m512i {
         _mm512_maskz_set1_epi64(!ODD_QWORDS, j0 as i64),
         _mm512_set_epi64(0, 3, 0, 2, 0, 1, 0, 0),
     )
+}
+
+/// The tweaks of data register `i` from the first register's `t0`: four more a register.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn register_tweaks(t0: __m512i, i: usize) -> __m512i {
+    _mm512_add_epi64(t0, _mm512_maskz_set1_epi64(!ODD_QWORDS, 4 * i as i64))
 }
 
 /// Fixed-key garbling of the `2M` gates of `run`, tweaks from `j0` on; `sr` is
@@ -345,13 +352,14 @@ fn garble_group_fk<const M: usize>(
     let t0 = tweaks(j0);
     let ab: [__m512i; M] =
         core::array::from_fn(|i| gather2(labels, mask, &run[2 * i], &run[2 * i + 1]));
+    // A flat array of eight registers (at most four pairs): as `[[__m512i; 2]; M]`, LLVM
+    // kept the blocks in memory (`docs/gc-2pc.md`).
+    const { assert!(M <= 4) };
     let mut p = [_mm512_setzero_si512(); 8];
     for i in 0..M {
-        let t = _mm512_add_epi64(t0, _mm512_maskz_set1_epi64(!ODD_QWORDS, 4 * i as i64));
-        p[2 * i] = pre(ab[i], t);
+        p[2 * i] = pre(ab[i], register_tweaks(t0, i));
         p[2 * i + 1] = _mm512_xor_si512(p[2 * i], sr);
     }
-    const { assert!(M <= 4) };
     let h = mmo_fixed(k, &p);
     for i in 0..M {
         garble_pair(
@@ -383,12 +391,7 @@ fn eval_group_fk<const M: usize>(
     let t0 = tweaks(j0);
     let ab: [__m512i; M] =
         core::array::from_fn(|i| gather2(labels, mask, &run[2 * i], &run[2 * i + 1]));
-    let p: [__m512i; M] = core::array::from_fn(|i| {
-        pre(
-            ab[i],
-            _mm512_add_epi64(t0, _mm512_maskz_set1_epi64(!ODD_QWORDS, 4 * i as i64)),
-        )
-    });
+    let p: [__m512i; M] = core::array::from_fn(|i| pre(ab[i], register_tweaks(t0, i)));
     let h = mmo_fixed(k, &p);
     for i in 0..M {
         eval_pair(h[i], ab[i], labels, mask, run, tables, i);
