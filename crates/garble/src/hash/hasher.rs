@@ -366,12 +366,18 @@ impl Hasher {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `garble_ands`.
         unsafe {
-            use ni::threehalves::{avx2, avx512};
+            use ni::threehalves::{avx2, avx512, zmm512};
             match self.seed {
+                None if self.zmm => {
+                    zmm512::garble_run(rk, f, delta, labels, run, coins, gate, tables)
+                }
                 None if self.avx512 => {
                     avx512::garble_run(rk, f, delta, labels, run, coins, gate, tables)
                 }
                 None => avx2::garble_run(rk, f, delta, labels, run, coins, gate, tables),
+                Some(s) if self.zmm => {
+                    zmm512::garble_run_mi(s, f, delta, labels, run, coins, gate, tables)
+                }
                 Some(s) if self.avx512 => {
                     avx512::garble_run_mi(s, f, delta, labels, run, coins, gate, tables)
                 }
@@ -402,10 +408,12 @@ impl Hasher {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `garble_ands`.
         unsafe {
-            use ni::threehalves::{avx2, avx512};
+            use ni::threehalves::{avx2, avx512, zmm512};
             match self.seed {
+                None if self.zmm => zmm512::eval_run(rk, labels, run, gate, tables),
                 None if self.avx512 => avx512::eval_run(rk, labels, run, gate, tables),
                 None => avx2::eval_run(rk, labels, run, gate, tables),
+                Some(s) if self.zmm => zmm512::eval_run_mi(s, labels, run, gate, tables),
                 Some(s) if self.avx512 => avx512::eval_run_mi(s, labels, run, gate, tables),
                 Some(s) => avx2::eval_run_mi(s, labels, run, gate, tables),
             }

@@ -18,6 +18,7 @@
 
 use super::*;
 use crate::threehalves::{EvalEntry, FUSED_EVAL, FUSED_EVAL_IDX, FusedLin};
+use zmm::mmo_rekeyed_pairs;
 
 /// Bytes of table per gate ([`crate::threehalves::TABLE_BYTES`]).
 const TB: usize = 25;
@@ -73,10 +74,13 @@ fn lsbs_avx512(v: __m256i) -> i32 {
 
 /// The kernels of both hashes for one instruction set (as `fused_kernels!`):
 /// `$group_fk` fixed-key gates in flight, `$group_mi` MITCCRH gates with
-/// `$keys_mi` key registers (`G + ceil(G / 2)`); `$egroup_fk` and
-/// `$egroup_mi` gates in flight when evaluating (with `$ekeys_fk` and
-/// `$ekeys_mi` registers, `G + ceil(G / 2)`); `$lsbs` extracts the lsbs of
-/// four qwords.
+/// `$keys_mi` key registers (`G + ceil(G / 2)`, in `$zkeys_mi` pairs);
+/// `$egroup_fk` and `$egroup_mi` gates in flight when evaluating (with
+/// `$ekeys_fk` and `$ekeys_mi` registers, `G + ceil(G / 2)`, the latter in
+/// `$ezkeys_mi` pairs); `$lsbs` extracts the lsbs of four qwords;
+/// `$mi_hash` is the MITCCRH hash of a group's key and data registers,
+/// [`mmo_rekeyed_mixed`] on 256-bit registers or
+/// [`zmm::mmo_rekeyed_pairs`] on 512-bit ones (the pair counts are its).
 macro_rules! threehalves_kernels {
     (
         $name:ident,
@@ -88,7 +92,10 @@ macro_rules! threehalves_kernels {
         $egroup_fk:literal,
         $ekeys_fk:literal,
         $egroup_mi:literal,
-        $ekeys_mi:literal
+        $ekeys_mi:literal,
+        $mi_hash:ident,
+        $zkeys_mi:literal,
+        $ezkeys_mi:literal
     ) => {
         pub(in crate::hash) mod $name {
             use super::*;
@@ -321,10 +328,12 @@ macro_rules! threehalves_kernels {
             /// `AES_K(x) ^ x` for `M` key registers (two keys each) and `P` data
             /// registers per key: the schedules of the first `4 floor(M / 4)`
             /// registers word-sliced by fours (`expand_step_sliced`), the rest
-            /// one register at a time (`expand_step2`).
+            /// one register at a time (`expand_step2`). (`Z` is the 512-bit
+            /// hash's and unused here.)
             #[target_feature(enable = $features)]
             #[inline]
-            fn mmo_rekeyed_mixed<const M: usize, const P: usize>(
+            #[allow(dead_code)] // where `$mi_hash` is the 512-bit hash
+            fn mmo_rekeyed_mixed<const M: usize, const Z: usize, const P: usize>(
                 k: [__m256i; M],
                 x: &[[__m256i; P]; M],
             ) -> [[__m256i; P]; M] {
@@ -437,7 +446,7 @@ macro_rules! threehalves_kernels {
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::too_many_arguments)]
-            fn group_mi<const G: usize, const K: usize>(
+            fn group_mi<const G: usize, const K: usize, const Z: usize>(
                 seed2: __m256i,
                 f: &FusedLin,
                 rr: __m256i,
@@ -473,7 +482,7 @@ macro_rules! threehalves_kernels {
                     c = _mm256_add_epi64(c, three);
                 }
                 *ctr = c;
-                let h = mmo_rekeyed_mixed(keys, &x);
+                let h = $mi_hash::<K, Z, 2>(keys, &x);
                 // Unrolled by hand: the optimizer kept this loop rolled (the
                 // hashes stored to the stack and read back, a branch on the
                 // pair's lane).
@@ -496,11 +505,15 @@ macro_rules! threehalves_kernels {
                         }
                     };
                 }
-                const { assert!(G <= 4) };
+                const { assert!(G <= 8) };
                 fin!(0);
                 fin!(1);
                 fin!(2);
                 fin!(3);
+                fin!(4);
+                fin!(5);
+                fin!(6);
+                fin!(7);
             }
 
             /// See `Hasher::garble_run_3h`, fixed-key hash with round keys `rk`.
@@ -584,13 +597,15 @@ macro_rules! threehalves_kernels {
                 let (cs, c_rest) = coins.as_chunks::<$group_mi>();
                 let (ts, t_rest) = tabs.as_chunks_mut::<$group_mi>();
                 for ((g, c), t) in gs.iter().zip(cs).zip(ts) {
-                    group_mi::<$group_mi, $keys_mi>(seed2, f, rr, labels, mask, g, c, t, &mut ctr);
+                    group_mi::<$group_mi, $keys_mi, $zkeys_mi>(
+                        seed2, f, rr, labels, mask, g, c, t, &mut ctr,
+                    );
                 }
                 let mut at = 0;
                 macro_rules! group_of {
-                    ($m:literal, $km:literal) => {
+                    ($m:literal, $km:literal, $zm:literal) => {
                         if g_rest.len() - at >= $m {
-                            group_mi::<$m, $km>(
+                            group_mi::<$m, $km, $zm>(
                                 seed2,
                                 f,
                                 rr,
@@ -607,9 +622,9 @@ macro_rules! threehalves_kernels {
                         }
                     };
                 }
-                group_of!(4, 6);
-                group_of!(2, 3);
-                group_of!(1, 2);
+                group_of!(4, 6, 3);
+                group_of!(2, 3, 2);
+                group_of!(1, 2, 1);
                 debug_assert_eq!(at, g_rest.len());
             }
 
@@ -703,7 +718,7 @@ macro_rules! threehalves_kernels {
             macro_rules! eval_out {
                 ($h:expr, $labels:expr, $mask:expr, $run:expr, $tables:expr) => {{
                     let (h, labels, mask, run, tables) = ($h, $labels, $mask, $run, $tables);
-                    const { assert!(G <= 8) };
+                    const { assert!(G <= 16) };
                     macro_rules! one {
                         ($i:literal) => {
                             if $i < G {
@@ -729,6 +744,14 @@ macro_rules! threehalves_kernels {
                     one!(5);
                     one!(6);
                     one!(7);
+                    one!(8);
+                    one!(9);
+                    one!(10);
+                    one!(11);
+                    one!(12);
+                    one!(13);
+                    one!(14);
+                    one!(15);
                 }};
             }
 
@@ -763,7 +786,7 @@ macro_rules! threehalves_kernels {
             /// `G` MITCCRH gates of an evaluation run; `ctr` as in [`hash_mi`].
             #[target_feature(enable = $features)]
             #[inline]
-            fn eval_group_mi<const G: usize, const K: usize>(
+            fn eval_group_mi<const G: usize, const K: usize, const Z: usize>(
                 seed2: __m256i,
                 labels: &mut [Block],
                 mask: usize,
@@ -786,7 +809,7 @@ macro_rules! threehalves_kernels {
                 }
                 *ctr = c;
                 let xs: [[__m256i; 1]; K] = core::array::from_fn(|i| [x[i]]);
-                let h2 = mmo_rekeyed_mixed(keys, &xs);
+                let h2 = $mi_hash::<K, Z, 1>(keys, &xs);
                 let h: [__m256i; K] = core::array::from_fn(|i| h2[i][0]);
                 eval_out!(&h, labels, mask, run, tables);
             }
@@ -851,13 +874,15 @@ macro_rules! threehalves_kernels {
                 let (gs, g_rest) = run.as_chunks::<$egroup_mi>();
                 let (ts, t_rest) = tabs.as_chunks::<$egroup_mi>();
                 for (g, t) in gs.iter().zip(ts) {
-                    eval_group_mi::<$egroup_mi, $ekeys_mi>(seed2, labels, mask, g, t, &mut ctr);
+                    eval_group_mi::<$egroup_mi, $ekeys_mi, $ezkeys_mi>(
+                        seed2, labels, mask, g, t, &mut ctr,
+                    );
                 }
                 let mut at = 0;
                 macro_rules! group_of {
-                    ($m:literal, $km:literal) => {
+                    ($m:literal, $km:literal, $zm:literal) => {
                         if g_rest.len() - at >= $m {
-                            eval_group_mi::<$m, $km>(
+                            eval_group_mi::<$m, $km, $zm>(
                                 seed2,
                                 labels,
                                 mask,
@@ -869,9 +894,10 @@ macro_rules! threehalves_kernels {
                         }
                     };
                 }
-                group_of!(4, 6);
-                group_of!(2, 3);
-                group_of!(1, 2);
+                group_of!(8, 12, 6);
+                group_of!(4, 6, 3);
+                group_of!(2, 3, 2);
+                group_of!(1, 2, 1);
                 debug_assert_eq!(at, g_rest.len());
             }
         }
@@ -888,7 +914,10 @@ threehalves_kernels!(
     4,
     6,
     4,
-    6
+    6,
+    mmo_rekeyed_mixed,
+    3,
+    3
 );
 threehalves_kernels!(
     avx512,
@@ -900,5 +929,25 @@ threehalves_kernels!(
     4,
     6,
     8,
+    12,
+    mmo_rekeyed_mixed,
+    3,
+    6
+);
+// The MITCCRH hash on 512-bit registers (the gate logic as above): eight gates a group
+// when garbling (six pairs of key registers), sixteen when evaluating (twelve).
+threehalves_kernels!(
+    zmm512,
+    "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq",
+    lsbs_avx512,
+    4,
+    8,
+    12,
+    4,
+    6,
+    16,
+    24,
+    mmo_rekeyed_pairs,
+    6,
     12
 );

@@ -110,6 +110,84 @@ fn group_keys<const M: usize>(s: &Seed, j0: u64) -> ([__m512i; M], [__m512i; M])
     (natural, sliced)
 }
 
+/// [`super::expand_step2`] for four keys, one a lane.
+#[target_feature(enable = "aes,avx512f,avx512bw,vaes")]
+#[inline]
+fn expand_step4(k: __m512i, rcon: i32) -> __m512i {
+    let aux = _mm512_aesenclast_epi128(
+        _mm512_shuffle_epi8(k, _mm512_set1_epi32(ROT_WORD)),
+        _mm512_set1_epi32(rcon),
+    );
+    let k = _mm512_xor_si512(k, _mm512_bslli_epi128::<4>(k));
+    let k = _mm512_xor_si512(k, _mm512_bslli_epi128::<8>(k));
+    _mm512_xor_si512(k, aux)
+}
+
+/// `AES_K(x) ^ x` for `M` 256-bit key registers (two keys each) and `P` data registers per
+/// key, on 512-bit registers: registers `2i` and `2i + 1` paired into one (`Z` pairs, the
+/// last one's high half unused when `M` is odd), the first `4 floor(Z / 4)` pairs' key
+/// schedules word-sliced by fours, the rest one register at a time. For the three-halves
+/// kernels ([`super::threehalves`]), whose gate logic stays on 256-bit registers: the
+/// rounds and key schedules are most of a gate's operations, and at 512 bits the XORs
+/// among them take half the instructions (module docs).
+#[target_feature(enable = "aes,avx2,avx512f,avx512bw,vaes")]
+#[inline]
+pub(super) fn mmo_rekeyed_pairs<const M: usize, const Z: usize, const P: usize>(
+    k: [__m256i; M],
+    x: &[[__m256i; P]; M],
+) -> [[__m256i; P]; M] {
+    const { assert!(Z == M.div_ceil(2)) };
+    // Registers `2i` and `2i + 1` as one (the high half zero past the last).
+    let pair = |a: __m256i, b: Option<&__m256i>| match b {
+        Some(b) => _mm512_inserti64x4::<1>(_mm512_castsi256_si512(a), *b),
+        None => _mm512_zextsi256_si512(a),
+    };
+    let kz: [__m512i; Z] = core::array::from_fn(|i| pair(k[2 * i], k.get(2 * i + 1)));
+    let xz: [[__m512i; P]; Z] = core::array::from_fn(|i| {
+        core::array::from_fn(|p| pair(x[2 * i][p], x.get(2 * i + 1).map(|y| &y[p])))
+    });
+    let s4 = Z / 4 * 4;
+    let mut v: [[__m512i; P]; Z] =
+        core::array::from_fn(|i| core::array::from_fn(|p| _mm512_xor_si512(xz[i][p], kz[i])));
+    let mut w = kz;
+    for s in (0..s4).step_by(4) {
+        let t = transpose4([w[s], w[s + 1], w[s + 2], w[s + 3]]);
+        w[s..s + 4].copy_from_slice(&t);
+    }
+    rekeyed_rounds!(|rc, last| {
+        let mut rk = w;
+        for s in (0..s4).step_by(4) {
+            let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
+            expand_step_sliced(&mut ws, rc);
+            w[s..s + 4].copy_from_slice(&ws);
+            rk[s..s + 4].copy_from_slice(&transpose4(ws));
+        }
+        for i in s4..Z {
+            w[i] = expand_step4(w[i], rc);
+            rk[i] = w[i];
+        }
+        for i in 0..Z {
+            for p in 0..P {
+                v[i][p] = if last {
+                    _mm512_xor_si512(_mm512_aesenclast_epi128(v[i][p], rk[i]), xz[i][p])
+                } else {
+                    _mm512_aesenc_epi128(v[i][p], rk[i])
+                };
+            }
+        }
+    });
+    core::array::from_fn(|i| {
+        core::array::from_fn(|p| {
+            let z = v[i / 2][p];
+            if i % 2 == 0 {
+                _mm512_castsi512_si256(z)
+            } else {
+                _mm512_extracti64x4_epi64::<1>(z)
+            }
+        })
+    })
+}
+
 /// `AES_K(x) ^ x` for `M` key registers (four keys each) and `P` data registers per key,
 /// the key schedules made round by round in word-sliced form, four registers at a time.
 #[target_feature(enable = "aes,avx512f,avx512bw,vaes")]
