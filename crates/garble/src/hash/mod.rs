@@ -86,7 +86,8 @@
 //! whole AND run in vector registers (`Hasher::garble_run`; on 512-bit
 //! registers, four blocks each, where the CPU has AVX-512F/BW/DQ, in
 //! `ni::zmm`), and the same for three-halves (`Hasher::garble_run_3h`,
-//! `Hasher::eval_run_3h`, in `ni::threehalves`);
+//! `Hasher::eval_run_3h`, in `ni::threehalves`, their MITCCRH hash on
+//! 512-bit registers where the half-gates kernels are);
 //! [`Backend::Portable`] is RustCrypto's constant-time fixsliced AES
 //! (four blocks per 64-bit word, no table, no secret-dependent branch),
 //! vendored in `fixslice` because the `aes` crate selects its software

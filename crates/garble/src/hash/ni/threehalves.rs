@@ -1,7 +1,9 @@
 //! The fused three-halves garbling kernels (see [`crate::threehalves`]): a
 //! group of AND gates in vector registers from the label gather to the table
 //! store, as the half-gates kernels of [`super`] do, for both hashes,
-//! compiled for AVX2 with VAES and for AVX-512VL.
+//! compiled for AVX2 with VAES and for AVX-512VL, and once more with the
+//! MITCCRH hash on 512-bit registers ([`zmm::mmo_rekeyed_pairs`]) where the
+//! half-gates kernels are 512-bit.
 //!
 //! Per gate, three 256-bit data registers go through the hash: `(A | B)` and
 //! `(A ^ R | B ^ R)` under the tweaks `(3g | 3g + 1)`, and `(X | X ^ R)`

@@ -1,6 +1,7 @@
 //! The half-gates kernels on 512-bit registers (AVX-512F, BW and DQ with VAES), both
 //! hashes: four blocks a register, the same tables and labels as the 256-bit kernels of
-//! [`super`] (tests compare them).
+//! [`super`] (tests compare them); and the MITCCRH hash of the three-halves kernels' 256-bit
+//! registers on 512-bit ones ([`mmo_rekeyed_pairs`]).
 //!
 //! Why a second width: on the Intel cores with AVX-512 (Sapphire/Emerald Rapids),
 //! 256-bit shuffles and VAES each issue on two ports and 512-bit ones on one (the two low
