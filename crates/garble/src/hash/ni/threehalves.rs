@@ -81,7 +81,7 @@ fn lsbs_avx512(v: __m256i) -> i32 {
 /// `$ekeys_fk` and `$ekeys_mi` registers, `G + ceil(G / 2)`, the latter in
 /// `$ezkeys_mi` pairs); `$lsbs` extracts the lsbs of four qwords;
 /// `$mi_hash` is the MITCCRH hash of a group's key and data registers,
-/// [`mmo_rekeyed_mixed`] on 256-bit registers or
+/// `mmo_rekeyed_mixed` on 256-bit registers or
 /// [`zmm::mmo_rekeyed_pairs`] on 512-bit ones (the pair counts are its).
 macro_rules! threehalves_kernels {
     (
@@ -757,7 +757,7 @@ macro_rules! threehalves_kernels {
                 }};
             }
 
-            /// `G` fixed-key gates of an evaluation run; `tw` as in [`hash_fk`].
+            /// `G` fixed-key gates of an evaluation run; `tw` as in [`group_fk`].
             #[target_feature(enable = $features)]
             #[inline]
             fn eval_group_fk<const G: usize, const K: usize>(
@@ -785,7 +785,7 @@ macro_rules! threehalves_kernels {
                 eval_out!(&h, labels, mask, run, tables);
             }
 
-            /// `G` MITCCRH gates of an evaluation run; `ctr` as in [`hash_mi`].
+            /// `G` MITCCRH gates of an evaluation run; `ctr` as in [`group_mi`].
             #[target_feature(enable = $features)]
             #[inline]
             fn eval_group_mi<const G: usize, const K: usize, const Z: usize>(
