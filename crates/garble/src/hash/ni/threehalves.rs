@@ -444,7 +444,8 @@ macro_rules! threehalves_kernels {
             /// `G` MITCCRH gates with `K = G + ceil(G / 2)` key registers: gate
             /// `i`'s `(k(3g) | k(3g + 1))` and the pairs' `(k(3g + 2) | k(3g' + 2))`.
             /// `ctr` holds `(3g | 3g + 1)` of the first gate in the high halves and
-            /// is advanced by `G` gates.
+            /// is advanced by `G` gates. `Z = ceil(K / 2)` is for a 512-bit
+            /// `$mi_hash`.
             #[target_feature(enable = $features)]
             #[inline]
             #[allow(clippy::too_many_arguments)]
