@@ -362,36 +362,47 @@ fn eval_group_mi<const M: usize>(
     }
 }
 
-/// The orthomorphism `sigma` in every lane (as [`super::sigma256`]), XOR `t`.
+/// The orthomorphism `sigma` in every lane (as [`super::sigma256`]), XOR `t` and `k0`:
+/// a pre-image whitened by the first round key (see [`mmo_fixed`]).
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn pre(x: __m512i, t: __m512i) -> __m512i {
+fn pre(x: __m512i, t: __m512i, k0: __m512i) -> __m512i {
     // The halves swapped, XOR the high half in place.
-    let st = _mm512_xor_si512(_mm512_shuffle_epi32::<0b01_00_11_10>(x), t);
+    let st = _mm512_ternarylogic_epi64::<0x96>(_mm512_shuffle_epi32::<0b01_00_11_10>(x), t, k0);
     _mm512_mask_xor_epi64(st, ODD_QWORDS, st, x)
 }
 
 /// The high qword of every lane.
 const ODD_QWORDS: __mmask8 = 0b1010_1010;
 
-/// `pi(x) ^ x` for `N` registers of pre-images under the fixed key's round keys `k`.
+/// `pi(x) ^ x` for `N` registers of whitened pre-images `w = x ^ k0` under the fixed key
+/// (see [`keys512`]). The last round is keyed `k10 ^ k0`, which puts `k0` back into
+/// `pi(x)`, so that `^ w` is `^ x`: no XOR to whiten, none to recover `x`.
 #[target_feature(enable = "aes,avx512f,vaes")]
 #[inline]
-fn mmo_fixed<const N: usize>(k: &[__m512i; 11], pre: &[__m512i; N]) -> [__m512i; N] {
-    let mut v: [__m512i; N] = core::array::from_fn(|i| _mm512_xor_si512(pre[i], k[0]));
+fn mmo_fixed<const N: usize>(k: &[__m512i; 12], w: &[__m512i; N]) -> [__m512i; N] {
+    let mut v = *w;
     for key in &k[1..10] {
         for x in v.iter_mut() {
             *x = _mm512_aesenc_epi128(*x, *key);
         }
     }
-    core::array::from_fn(|i| _mm512_xor_si512(_mm512_aesenclast_epi128(v[i], k[10]), pre[i]))
+    core::array::from_fn(|i| _mm512_xor_si512(_mm512_aesenclast_epi128(v[i], k[11]), w[i]))
 }
 
-/// The fixed key's round keys in every lane.
+/// The fixed key's round keys in every lane, and after them `k10 ^ k0` (for
+/// [`mmo_fixed`]).
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn keys512(rk: &[[u8; 16]; 11]) -> [__m512i; 11] {
-    core::array::from_fn(|i| _mm512_broadcast_i32x4(load_bytes(&rk[i])))
+fn keys512(rk: &[[u8; 16]; 11]) -> [__m512i; 12] {
+    let k: [__m512i; 11] = core::array::from_fn(|i| _mm512_broadcast_i32x4(load_bytes(&rk[i])));
+    core::array::from_fn(|i| {
+        if i < 11 {
+            k[i]
+        } else {
+            _mm512_xor_si512(k[10], k[0])
+        }
+    })
 }
 
 /// The tweaks of a fixed-key group's first data register, `j0 + l` in lane `l`'s low
@@ -418,7 +429,7 @@ fn register_tweaks(t0: __m512i, i: usize) -> __m512i {
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn garble_group_fk<const M: usize>(
-    k: &[__m512i; 11],
+    k: &[__m512i; 12],
     sr: __m512i,
     dd: __m512i,
     labels: &mut [Block],
@@ -436,7 +447,7 @@ fn garble_group_fk<const M: usize>(
     const { assert!(M <= 4) };
     let mut p = [_mm512_setzero_si512(); 8];
     for i in 0..M {
-        p[2 * i] = pre(ab[i], register_tweaks(t0, i));
+        p[2 * i] = pre(ab[i], register_tweaks(t0, i), k[0]);
         p[2 * i + 1] = _mm512_xor_si512(p[2 * i], sr);
     }
     let h = mmo_fixed(k, &p);
@@ -459,7 +470,7 @@ fn garble_group_fk<const M: usize>(
 #[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
 #[inline]
 fn eval_group_fk<const M: usize>(
-    k: &[__m512i; 11],
+    k: &[__m512i; 12],
     labels: &mut [Block],
     mask: usize,
     run: &[[u32; 3]],
@@ -470,7 +481,7 @@ fn eval_group_fk<const M: usize>(
     let t0 = tweaks(j0);
     let ab: [__m512i; M] =
         core::array::from_fn(|i| gather2(labels, mask, &run[2 * i], &run[2 * i + 1]));
-    let p: [__m512i; M] = core::array::from_fn(|i| pre(ab[i], register_tweaks(t0, i)));
+    let p: [__m512i; M] = core::array::from_fn(|i| pre(ab[i], register_tweaks(t0, i), k[0]));
     let h = mmo_fixed(k, &p);
     for i in 0..M {
         eval_pair(h[i], ab[i], labels, mask, run, tables, i);
@@ -527,7 +538,7 @@ pub(in crate::hash) fn garble_run(
     let mask = labels.len() - 1;
     let k = keys512(rk);
     let rr = _mm512_broadcast_i32x4(load(&delta));
-    let sr = pre(rr, _mm512_setzero_si512());
+    let sr = pre(rr, _mm512_setzero_si512(), _mm512_setzero_si512());
     let dd = _mm512_maskz_mov_epi64(!ODD_LANES, rr);
     by_groups!(
         chunks_exact_mut, (&mut), GARBLE_PAIRS_FK, run, tables, gate,
