@@ -249,7 +249,7 @@ pub(crate) const GARBLE_LIN: [[u8; 5]; 16] = {
 ///
 /// A kernel computes the table `S = (G0, G1, G2, -)` and the output's zero
 /// label `C = (C_L, C_R)` as the hash terms of the module documentation plus
-/// `r.s ^ XOR_k (q_k & m[k].s)` and `r.c ^ XOR_k (q_k & m[k].c)`, where `q_k` is
+/// `rs ^ XOR_k (q_k & ms[k])` and `rc ^ XOR_k (q_k & mc[k])`, where `q_k` is
 /// `A0_L, A0_R, B0_L, B0_R` in every 64-bit lane, and the control byte as the
 /// hash bits XOR `z`.
 #[derive(Clone)]
@@ -264,32 +264,23 @@ pub(crate) struct FusedLin {
     pub(crate) x: [[u64; 4]; 4],
 }
 
-/// The masks and constants of one index of [`FusedLin`] (512 bytes, so that
+/// The masks and constants of one index of [`FusedLin`] (256 bytes, so that
 /// a kernel finds them with one shift of the index).
 #[derive(Clone, Copy, Default)]
-#[repr(C, align(512))]
+#[repr(C, align(256))]
 pub(crate) struct LinEntry {
-    /// The masks of `q_k`.
-    pub(crate) m: [LinTerms; 4],
-    /// The terms in `R`: those of [`GARBLE_LIN`] plus the colour corrections
-    /// `pa A-part(R) ^ pb B-part(R)` (as `A = A0 ^ pa R`).
-    pub(crate) r: LinTerms,
+    /// The masks of `q_k` over `S` (the fourth lane zero).
+    pub(crate) ms: [[u64; 4]; 4],
+    /// The terms in `R` of `S`: those of [`GARBLE_LIN`] plus the colour
+    /// corrections `pa A-part(R) ^ pb B-part(R)` (as `A = A0 ^ pa R`).
+    pub(crate) rs: [u64; 4],
+    /// The masks of `q_k` over `C`.
+    pub(crate) mc: [[u64; 2]; 4],
+    /// The terms in `R` of `C`.
+    pub(crate) rc: [u64; 2],
     /// The control bits' terms that are not hash bits: `r1`, `r2`, `alpha`,
     /// `beta`, `alpha ^ beta` in bits 0..4.
     pub(crate) z: u64,
-}
-
-/// Terms over `S` and over `C` side by side, 64 bytes: a 512-bit kernel takes
-/// both in one register.
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(64))]
-pub(crate) struct LinTerms {
-    /// Over `S = (G0, G1, G2, -)` (the fourth lane zero).
-    pub(crate) s: [u64; 4],
-    /// Over `C = (C_L, C_R)`.
-    pub(crate) c: [u64; 2],
-    /// Zero.
-    pub(crate) pad: [u64; 2],
 }
 
 impl FusedLin {
@@ -318,11 +309,11 @@ impl FusedLin {
             };
             let e = &mut f.e[usize::from(idx)];
             for k in 0..4u32 {
-                e.m[k as usize].s = [mask(m[2], k), mask(m[3], k), mask(m[4], k), 0];
-                e.m[k as usize].c = [mask(m[0], k), mask(m[1], k)];
+                e.ms[k as usize] = [mask(m[2], k), mask(m[3], k), mask(m[4], k), 0];
+                e.mc[k as usize] = [mask(m[0], k), mask(m[1], k)];
             }
-            e.r.s = [rterm(m[2]), rterm(m[3]), rterm(m[4]), 0];
-            e.r.c = [rterm(m[0]), rterm(m[1])];
+            e.rs = [rterm(m[2]), rterm(m[3]), rterm(m[4]), 0];
+            e.rc = [rterm(m[0]), rterm(m[1])];
             e.z = u64::from(r1 | (r2 << 1) | (al << 2) | (be << 3) | ((al ^ be) << 4));
         }
         for p in 0..4u8 {
@@ -1245,24 +1236,18 @@ mod tests {
                 let mut s = [lo(ha0) ^ lo(ha1), lo(hb0) ^ lo(hb1), lo(hx0) ^ lo(hx1)];
                 let mut c = [lo(ha0) ^ lo(hx0), lo(hb0) ^ lo(hx0)];
                 for (j, sj) in s.iter_mut().enumerate() {
-                    *sj ^= e.r.s[j];
-                    for (qk, m) in q.iter().zip(&e.m) {
-                        *sj ^= qk & m.s[j];
+                    *sj ^= e.rs[j];
+                    for (qk, m) in q.iter().zip(&e.ms) {
+                        *sj ^= qk & m[j];
                     }
                 }
                 for (j, cj) in c.iter_mut().enumerate() {
-                    *cj ^= e.r.c[j];
-                    for (qk, m) in q.iter().zip(&e.m) {
-                        *cj ^= qk & m.c[j];
+                    *cj ^= e.rc[j];
+                    for (qk, m) in q.iter().zip(&e.mc) {
+                        *cj ^= qk & m[j];
                     }
                 }
-                assert_eq!(e.r.s[3] | e.m.iter().fold(0, |a, m| a | m.s[3]), 0);
-                assert_eq!(
-                    e.m.iter()
-                        .chain([&e.r])
-                        .fold([0; 2], |a, m| [a[0] | m.pad[0], a[1] | m.pad[1]]),
-                    [0; 2]
-                );
+                assert_eq!(e.rs[3] | e.ms.iter().fold(0, |a, m| a | m[3]), 0);
                 let z = (hbit(ha0) ^ hbit(hx0))
                     | (hbit(hb0) ^ hbit(hx0)) << 1
                     | (hbit(ha0) ^ hbit(ha1)) << 2

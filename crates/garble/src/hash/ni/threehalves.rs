@@ -19,7 +19,7 @@
 //! the hash terms instead (see `SigmaLin`).
 
 use super::*;
-use crate::threehalves::{EvalEntry, FUSED_EVAL, FUSED_EVAL_IDX, FusedLin, LinEntry, LinTerms};
+use crate::threehalves::{EvalEntry, FUSED_EVAL, FUSED_EVAL_IDX, FusedLin};
 use zmm::mmo_rekeyed_pairs;
 
 /// Bytes of table per gate ([`crate::threehalves::TABLE_BYTES`]).
@@ -60,24 +60,6 @@ fn store_gate<const G: usize>(t: &mut [[u8; TB]; G], i: usize, s: __m256i, z: u8
     t[i][24] = z;
 }
 
-/// The kernels' `lin_terms_256` on one 512-bit register `(S | C | -)`: the
-/// terms over `S` and over `C` are one 64-byte load each ([`LinTerms`]), and
-/// each label half enters both with one operation instead of two.
-#[target_feature(enable = "avx2,avx512f,avx512vl")]
-#[inline]
-fn lin_terms_512(e: &LinEntry, sh: __m256i, ch: __m256i, q: &[u64; 4]) -> (__m256i, __m128i) {
-    // SAFETY: a `LinTerms` is 64 readable bytes; `loadu` has no alignment requirement.
-    let ld = |t: &LinTerms| unsafe { _mm512_loadu_si512((t as *const LinTerms).cast()) };
-    let mut v = _mm512_xor_si512(
-        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(sh), ch),
-        ld(&e.r),
-    );
-    for (k, m) in e.m.iter().enumerate() {
-        v = _mm512_xor_si512(v, _mm512_and_si512(_mm512_set1_epi64(q[k] as i64), ld(m)));
-    }
-    (_mm512_castsi512_si256(v), _mm512_extracti32x4_epi32::<2>(v))
-}
-
 /// The lsbs of the four qwords of `v` (bit `i` = lsb of qword `i`).
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -100,9 +82,7 @@ fn lsbs_avx512(v: __m256i) -> i32 {
 /// `$ezkeys_mi` pairs); `$lsbs` extracts the lsbs of four qwords;
 /// `$mi_hash` is the MITCCRH hash of a group's key and data registers,
 /// `mmo_rekeyed_mixed` on 256-bit registers or
-/// [`zmm::mmo_rekeyed_pairs`] on 512-bit ones (the pair counts are its);
-/// `$lin_terms` computes a garbled gate's linear terms, `lin_terms_256` or
-/// [`lin_terms_512`].
+/// [`zmm::mmo_rekeyed_pairs`] on 512-bit ones (the pair counts are its).
 macro_rules! threehalves_kernels {
     (
         $name:ident,
@@ -117,8 +97,7 @@ macro_rules! threehalves_kernels {
         $ekeys_mi:literal,
         $mi_hash:ident,
         $zkeys_mi:literal,
-        $ezkeys_mi:literal,
-        $lin_terms:ident
+        $ezkeys_mi:literal
     ) => {
         pub(in crate::hash) mod $name {
             use super::*;
@@ -298,36 +277,20 @@ macro_rules! threehalves_kernels {
                 let (m4, m5) = ($lsbs(zq), $lsbs(sh));
                 let e = &f.e[idx & 15];
                 let z = ((m4 | ((m5 & 8) << 1)) as u8) ^ e.z as u8;
+                let mut s = _mm256_xor_si256(sh, ld4(&e.rs));
+                let mut c = _mm_xor_si128(_mm256_castsi256_si128(ch), ld2(&e.rc));
                 let q = [
                     a0.0 as u64,
                     (a0.0 >> 64) as u64,
                     b0.0 as u64,
                     (b0.0 >> 64) as u64,
                 ];
-                let (s, c) = $lin_terms(e, sh, ch, &q);
-                (s, c, z)
-            }
-
-            /// `S` and `C` from their hash terms `sh` and `ch` (low half) and
-            /// the linear terms of entry `e` over the labels' halves `q` (see
-            /// [`FusedLin`]), on 256-bit registers.
-            #[target_feature(enable = $features)]
-            #[inline]
-            #[allow(dead_code)] // where `$lin_terms` is the 512-bit one
-            fn lin_terms_256(
-                e: &LinEntry,
-                sh: __m256i,
-                ch: __m256i,
-                q: &[u64; 4],
-            ) -> (__m256i, __m128i) {
-                let mut s = _mm256_xor_si256(sh, ld4(&e.r.s));
-                let mut c = _mm_xor_si128(_mm256_castsi256_si128(ch), ld2(&e.r.c));
                 for k in 0..4 {
                     let qk = _mm256_set1_epi64x(q[k] as i64);
-                    s = _mm256_xor_si256(s, _mm256_and_si256(qk, ld4(&e.m[k].s)));
-                    c = _mm_xor_si128(c, _mm_and_si128(_mm256_castsi256_si128(qk), ld2(&e.m[k].c)));
+                    s = _mm256_xor_si256(s, _mm256_and_si256(qk, ld4(&e.ms[k])));
+                    c = _mm_xor_si128(c, _mm_and_si128(_mm256_castsi256_si128(qk), ld2(&e.mc[k])));
                 }
-                (s, c)
+                (s, c, z)
             }
 
             /// `AES(x)` under the fixed key for `N` registers `x ^ k0` (whitened),
@@ -957,8 +920,7 @@ threehalves_kernels!(
     6,
     mmo_rekeyed_mixed,
     3,
-    3,
-    lin_terms_256
+    3
 );
 threehalves_kernels!(
     avx512,
@@ -973,8 +935,7 @@ threehalves_kernels!(
     12,
     mmo_rekeyed_mixed,
     3,
-    6,
-    lin_terms_256
+    6
 );
 // The MITCCRH hash on 512-bit registers (the gate logic as above): eight gates a group
 // when garbling (six pairs of key registers), sixteen when evaluating (twelve).
@@ -991,6 +952,5 @@ threehalves_kernels!(
     24,
     mmo_rekeyed_pairs,
     6,
-    12,
-    lin_terms_512
+    12
 );
