@@ -371,7 +371,15 @@ fn serve_call(rt: &Runtime, ch: Channel<'_>, tcs: usize) -> Result<(), ConvError
         Ok(Err(e)) => (Status::Error, e.to_string().into_bytes()),
         Err(p) => (Status::Panic, crate::panic_message(&*p).into_bytes()),
     };
-    ch.send_payload(Side::B, Kind::Return, h.id, status, inside, &out, &w)
+    ch.send_payload(
+        Side::B,
+        Kind::Return,
+        h.id,
+        status,
+        inside,
+        (&out).into(),
+        &w,
+    )
 }
 
 struct EnclavePort<'a> {
@@ -383,7 +391,7 @@ impl EnclavePort<'_> {
     fn regular(&self, id: u32, input: &[u8]) -> Result<(Status, Vec<u8>), ConvError> {
         let w = waiter(self.rt);
         self.ch
-            .send_payload(Side::B, Kind::Ocall, id, Status::Ok, 0, input, &w)?;
+            .send_payload(Side::B, Kind::Ocall, id, Status::Ok, 0, input.into(), &w)?;
         receive_return(&self.ch, Side::B, id, &w)
     }
 
@@ -401,13 +409,13 @@ impl EnclavePort<'_> {
         let (ch, sent) = pool.post(
             Kind::Ocall,
             id,
-            input,
+            input.into(),
             rt.retries_before_fallback,
             crate::trace::thread_number(),
         )?;
         let w = waiter(rt);
         let r = ch
-            .send_rest(Side::A, input, sent, &w)
+            .send_rest(Side::A, input.into(), sent, &w)
             .and_then(|()| receive_return(&ch, Side::A, id, &w));
         if r.is_ok() {
             Pool::release(&ch);

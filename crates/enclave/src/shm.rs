@@ -59,6 +59,74 @@ pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"CCBENCLV");
 /// Layout version; bumped on any change.
 pub(crate) const VERSION: u32 = 2;
 
+/// A payload as its sender holds it: one slice, or pieces sent as their concatenation (a
+/// gather list), so that a host with its request in pieces (a batch of records) writes them
+/// straight into the area instead of assembling them in a buffer first. The receiver sees
+/// one payload either way.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Payload<'a> {
+    /// One slice.
+    Whole(&'a [u8]),
+    /// The concatenation of the pieces, of the given total length.
+    Pieces(&'a [&'a [u8]], usize),
+}
+
+impl<'a> Payload<'a> {
+    /// The concatenation of `pieces`.
+    pub fn pieces(pieces: &'a [&'a [u8]]) -> Self {
+        Payload::Pieces(pieces, pieces.iter().map(|p| p.len()).sum())
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Whole(d) => d.len(),
+            Payload::Pieces(_, len) => *len,
+        }
+    }
+
+    /// Calls `f(offset, bytes)` for the bytes `start .. start + n` of the payload, in
+    /// order, `offset` counted from `start`.
+    fn each_in(&self, start: usize, n: usize, mut f: impl FnMut(usize, &[u8])) {
+        match self {
+            Payload::Whole(d) => f(0, &d[start..start + n]),
+            Payload::Pieces(pieces, _) => {
+                let end = start + n;
+                let mut at = 0;
+                for p in pieces.iter() {
+                    let (lo, hi) = (at.max(start), (at + p.len()).min(end));
+                    if lo < hi {
+                        f(lo - start, &p[lo - at..hi - at]);
+                    }
+                    at += p.len();
+                    if at >= end {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The bytes, assembled (for a receiver in this process, which has no area to write).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        self.each_in(0, self.len(), |_, b| v.extend_from_slice(b));
+        v
+    }
+}
+
+impl<'a> From<&'a [u8]> for Payload<'a> {
+    fn from(d: &'a [u8]) -> Self {
+        Payload::Whole(d)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Payload<'a> {
+    fn from(d: &'a Vec<u8>) -> Self {
+        Payload::Whole(d)
+    }
+}
+
 // Header page offsets.
 pub(crate) const H_MAGIC: usize = 0;
 pub(crate) const H_VERSION: usize = 8;
@@ -473,7 +541,9 @@ impl<'a> Channel<'a> {
     }
 
     /// Writes a message into `me`'s mailbox (does not pass the turn).
-    fn write_msg(&self, me: Side, h: &RawHeader, data: &[u8]) {
+    /// Writes header `h` and the bytes `start .. start + h.chunk_len` of `data` to our
+    /// mailbox.
+    fn write_msg(&self, me: Side, h: &RawHeader, data: Payload<'_>, start: usize) {
         let mb = self.mailbox(me);
         let s = self.shm;
         s.u32(mb).store(h.kind, Ordering::Relaxed);
@@ -482,9 +552,11 @@ impl<'a> Channel<'a> {
         s.u32(mb + 12).store(h.chunk_len, Ordering::Relaxed);
         s.u64(mb + 16).store(h.total_len, Ordering::Relaxed);
         s.u64(mb + 24).store(h.t_ns, Ordering::Relaxed);
-        if !data.is_empty() {
-            s.write(mb + 64, data);
-        }
+        data.each_in(start, h.chunk_len as usize, |at, bytes| {
+            if !bytes.is_empty() {
+                s.write(mb + 64 + at, bytes);
+            }
+        });
     }
 
     /// Reads and validates the peer's message header.
@@ -549,7 +621,7 @@ impl<'a> Channel<'a> {
         id: u32,
         status: Status,
         t_ns: u64,
-        data: &[u8],
+        data: Payload<'_>,
     ) -> usize {
         let n = data.len().min(self.area);
         self.write_msg(
@@ -562,7 +634,8 @@ impl<'a> Channel<'a> {
                 total_len: data.len() as u64,
                 t_ns,
             },
-            &data[..n],
+            data,
+            0,
         );
         n
     }
@@ -571,7 +644,7 @@ impl<'a> Channel<'a> {
     pub fn send_rest(
         &self,
         me: Side,
-        data: &[u8],
+        data: Payload<'_>,
         mut sent: usize,
         w: &Waiter<'_>,
     ) -> Result<(), ConvError> {
@@ -593,7 +666,8 @@ impl<'a> Channel<'a> {
                     total_len: data.len() as u64,
                     ..Default::default()
                 },
-                &data[sent..sent + n],
+                data,
+                sent,
             );
             sent += n;
             self.pass_turn(me);
@@ -610,7 +684,7 @@ impl<'a> Channel<'a> {
         id: u32,
         status: Status,
         t_ns: u64,
-        data: &[u8],
+        data: Payload<'_>,
         w: &Waiter<'_>,
     ) -> Result<(), ConvError> {
         let sent = self.write_first(me, kind, id, status, t_ns, data);
@@ -634,7 +708,8 @@ impl<'a> Channel<'a> {
                     kind: Kind::Ack.code(),
                     ..Default::default()
                 },
-                &[],
+                Payload::Whole(&[]),
+                0,
             );
             self.pass_turn(me);
             let h = self.recv(me, w)?;
@@ -655,5 +730,36 @@ impl<'a> Channel<'a> {
             self.append_chunk(me, h.chunk_len, asm.buf_mut());
         }
         Ok(asm.finish()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Payload;
+
+    /// Every range of a payload in pieces is visited as exactly the bytes of that range of
+    /// the concatenation, at their offsets, and nothing outside it (a byte past the range
+    /// would land past a chunk, at worst in the next mailbox).
+    #[test]
+    fn a_range_of_pieces_is_that_range_of_their_concatenation() {
+        let whole: Vec<u8> = (0..23u8).collect();
+        let cuts = [0, 0, 1, 4, 4, 9, 16, 23];
+        let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &whole[w[0]..w[1]]).collect();
+        for p in [Payload::pieces(&pieces), Payload::Whole(&whole)] {
+            assert_eq!(p.len(), whole.len());
+            assert_eq!(p.to_vec(), whole);
+            for start in 0..=whole.len() {
+                for n in 0..=whole.len() - start {
+                    let mut got = vec![None; n];
+                    p.each_in(start, n, |at, bytes| {
+                        for (i, &b) in bytes.iter().enumerate() {
+                            assert!(got[at + i].replace(b).is_none(), "written twice");
+                        }
+                    });
+                    let want: Vec<_> = whole[start..start + n].iter().copied().map(Some).collect();
+                    assert_eq!(got, want, "start {start}, n {n}");
+                }
+            }
+        }
     }
 }

@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rustix::thread::futex;
 
 use crate::shm::{
-    CLAIM_BUSY, CLAIM_FREE, CLAIM_POSTED, CLAIM_TAKEN, Channel, Layout, Shm, Side, wake_all,
+    CLAIM_BUSY, CLAIM_FREE, CLAIM_POSTED, CLAIM_TAKEN, Channel, Layout, Payload, Shm, Side,
+    wake_all,
 };
 use crate::wire::{Kind, Status};
 
@@ -104,7 +105,7 @@ impl<'a> Pool<'a> {
         &self,
         kind: Kind,
         id: u32,
-        input: &[u8],
+        input: Payload<'_>,
         retries_before_fallback: u32,
         hint: usize,
     ) -> Option<(Channel<'a>, usize)> {

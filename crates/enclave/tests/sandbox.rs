@@ -163,6 +163,60 @@ fn chunked_payloads() {
     }
 }
 
+/// An input in pieces arrives as their concatenation, whatever the pieces' sizes against
+/// the area (pieces cut across chunks, empty pieces, a piece larger than the area), on
+/// both backends and through a switchless slot.
+fn pieces_arrive_as_their_concatenation() {
+    let whole: Vec<u8> = (0..(200 << 10) + 7)
+        .map(|i: u32| (i * 13 % 251) as u8)
+        .collect();
+    // Cut points: inside the first chunk, at a chunk boundary (64 KiB), one byte either
+    // side of it, twice at the same place (an empty piece), and a piece of two chunks.
+    let cuts = [
+        0,
+        5,
+        5,
+        65535,
+        65536,
+        65537,
+        70000,
+        70000,
+        200000,
+        whole.len(),
+    ];
+    let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &whole[w[0]..w[1]]).collect();
+    let sandbox = Enclave::builder("test")
+        .slot_area(64 << 10)
+        .start(&registry())
+        .unwrap();
+    let switchless = Enclave::builder("test")
+        .switchless(SwitchlessConfig {
+            // Generous, so that a worker woken from its futex still counts as a hit.
+            retries_before_fallback: 50_000_000,
+            ecalls: vec![REVERSE, ECHO],
+            ..SwitchlessConfig::default()
+        })
+        .pool_area(64 << 10)
+        .start(&registry())
+        .unwrap();
+    let want: Vec<u8> = whole.iter().rev().copied().collect();
+    for e in [&start(Backend::Native), &sandbox, &switchless] {
+        assert_eq!(e.ecall_pieces(REVERSE, &pieces).unwrap(), want);
+        assert_eq!(e.ecall_pieces(ECHO, &[]).unwrap(), b"");
+        assert_eq!(
+            e.ecall_pieces(ECHO, &[b"", b"a", b"", b"bc"]).unwrap(),
+            b"abc"
+        );
+    }
+    // The switchless enclave's calls went through its pool's slots.
+    let t = switchless.trace();
+    let hits = |id| {
+        let c = t.get(Direction::Ecall, id).unwrap();
+        (c.switchless_hits, c.switchless_misses)
+    };
+    assert_eq!((hits(REVERSE), hits(ECHO)), ((1, 0), (2, 0)));
+}
+
 fn hammer_8_threads_4_tcs() {
     let e = Enclave::builder("test").tcs(4).start(&registry()).unwrap();
     std::thread::scope(|s| {
@@ -666,6 +720,10 @@ fn main() {
             a_call_past_its_limit_fails_and_ends_the_enclave,
         ),
         ("chunked_payloads", chunked_payloads),
+        (
+            "pieces_arrive_as_their_concatenation",
+            pieces_arrive_as_their_concatenation,
+        ),
         ("hammer_8_threads_4_tcs", hammer_8_threads_4_tcs),
         (
             "seccomp_denies_open_and_socket",

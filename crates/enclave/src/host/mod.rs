@@ -34,6 +34,7 @@ use crate::model::TransitionModel;
 use crate::ocall::{LogEntry, OcallHandler, OcallTable};
 use crate::seal::{DEFAULT_SIGNER, RootKey};
 use crate::service::Registry;
+use crate::shm::Payload;
 use crate::switchless::SwitchlessConfig;
 use crate::trace::{Trace, TraceSnapshot};
 
@@ -371,7 +372,19 @@ impl Enclave {
     pub fn ecall(&self, call_id: u32, input: &[u8]) -> Result<Vec<u8>, Error> {
         match &self.imp {
             Imp::Native(n) => self.native_ecall(n, call_id, input),
-            Imp::Sandbox(s) => s.ecall(self, call_id, input),
+            Imp::Sandbox(s) => s.ecall(self, call_id, Payload::Whole(input)),
+        }
+    }
+
+    /// [`ecall`](Self::ecall) with an input held in pieces, which the enclave receives as
+    /// their concatenation. The sandbox copies the pieces straight into the call's shared
+    /// area, as an SGX host passes the enclave its own buffer: a caller that keeps a request
+    /// in pieces (a batch of records, each where it was queued) saves assembling it, a copy
+    /// of every byte. The native backend, which has no area, assembles them.
+    pub fn ecall_pieces(&self, call_id: u32, pieces: &[&[u8]]) -> Result<Vec<u8>, Error> {
+        match &self.imp {
+            Imp::Native(n) => self.native_ecall(n, call_id, &Payload::pieces(pieces).to_vec()),
+            Imp::Sandbox(s) => s.ecall(self, call_id, Payload::pieces(pieces)),
         }
     }
 

@@ -16,7 +16,7 @@ use rustix::thread::futex;
 use super::{Enclave, EnclaveBuilder, SeccompMode};
 use crate::ocall::OcallTable;
 use crate::seal::signer_hash;
-use crate::shm::{self, ConvError, Layout, Shm, Side, Waiter};
+use crate::shm::{self, ConvError, Layout, Payload, Shm, Side, Waiter};
 use crate::switchless::{IdSet, Pool, SwitchlessConfig};
 use crate::trace::{EnclaveOcallCounters, Trace};
 use crate::wire::{Header, Kind, Status};
@@ -447,7 +447,12 @@ impl SandboxImp {
         }
     }
 
-    pub(super) fn ecall(&self, e: &Enclave, call_id: u32, input: &[u8]) -> Result<Vec<u8>, Error> {
+    pub(super) fn ecall(
+        &self,
+        e: &Enclave,
+        call_id: u32,
+        input: Payload<'_>,
+    ) -> Result<Vec<u8>, Error> {
         if self.lost.load(Ordering::Acquire) {
             return Err(self.lost_error());
         }
@@ -544,7 +549,7 @@ impl SandboxImp {
         e: &Enclave,
         ch: &shm::Channel<'_>,
         call_id: u32,
-        input: &[u8],
+        input: Payload<'_>,
         posted: Option<usize>,
     ) -> Result<(Header, Vec<u8>), ConvError> {
         let w = self.waiter();
@@ -579,7 +584,7 @@ impl SandboxImp {
                     if let Some(m) = &e.model {
                         m.charge(1);
                     }
-                    ch.send_payload(Side::A, Kind::Return, h.id, status, dt, &out, &w)?;
+                    ch.send_payload(Side::A, Kind::Return, h.id, status, dt, (&out).into(), &w)?;
                 }
                 other => {
                     return Err(ConvError::Wire(crate::wire::WireError::Unexpected {
@@ -717,7 +722,7 @@ impl UworkerCtx {
                     let st = self.trace.ocall(h.id);
                     st.count();
                     st.timed(dt, dt);
-                    ch.send_payload(Side::B, Kind::Return, h.id, status, dt, &out, &w)
+                    ch.send_payload(Side::B, Kind::Return, h.id, status, dt, (&out).into(), &w)
                 })();
             },
         );
