@@ -108,7 +108,7 @@ impl<'a> Payload<'a> {
     }
 
     /// The bytes, assembled (for a receiver in this process, which has no area to write).
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub fn to_vec(self) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.len());
         self.each_in(0, self.len(), |_, b| v.extend_from_slice(b));
         v
