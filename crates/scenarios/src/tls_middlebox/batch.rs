@@ -30,11 +30,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use enclave::EnclaveBuilder;
+use parity_scale_codec::{Compact, Encode};
 
+use super::keys::Direction;
 use super::records::ContentType;
 use super::service::{
-    BatchVerdicts, Client, ClientError, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, MiddleboxError,
-    RecordBatch, RecordIn, Verdict,
+    BatchVerdicts, Client, ClientError, MAX_BATCH_BYTES, MAX_BATCH_RECORDS, MiddleboxError, Verdict,
 };
 
 /// Batches a drainer runs before it hands the queue to a submitter that waits for room: no
@@ -207,9 +208,96 @@ impl TallyCounts {
     }
 }
 
+/// Encrypted records of one flow's direction on their way to the enclave, each encoded as
+/// a [`RecordIn`](super::service::RecordIn) is in `reproduce_ssl_context_batch`'s request,
+/// in a buffer the batcher hands back for the next ones. A record is copied once on the
+/// host, from the relay's read into a segment, and from there straight into the ecall's
+/// shared area ([`enclave::Enclave::ecall_pieces`]): no record is allocated, and no batch
+/// is assembled.
+#[derive(Debug)]
+pub struct Segment {
+    flow: u64,
+    direction: Direction,
+    bytes: Vec<u8>,
+    /// Where each record's encoding ends in `bytes`, and the record's length.
+    records: Vec<(usize, usize)>,
+    /// Record bytes (headers and fragments, as on the wire): what the batch limits count.
+    record_bytes: usize,
+}
+
+impl Segment {
+    /// An empty segment for the records of `flow` in `direction`.
+    pub fn new(flow: u64, direction: Direction) -> Self {
+        Segment {
+            flow,
+            direction,
+            bytes: Vec::new(),
+            records: Vec::new(),
+            record_bytes: 0,
+        }
+    }
+
+    /// Appends one whole record (header and fragment).
+    pub fn push(&mut self, record: &[u8]) {
+        (self.flow, self.direction, record).encode_to(&mut self.bytes);
+        self.records.push((self.bytes.len(), record.len()));
+        self.record_bytes += record.len();
+    }
+
+    /// Records in it.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records' encodings, back to back.
+    pub fn encoded(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Emptied for `flow` and `direction`, its buffer kept.
+    fn reuse(mut self, flow: u64, direction: Direction) -> Self {
+        self.bytes.clear();
+        self.records.clear();
+        self.record_bytes = 0;
+        self.flow = flow;
+        self.direction = direction;
+        self
+    }
+
+    /// Moves the records from the `k`-th on into a segment of their own.
+    fn split_off(&mut self, k: usize) -> Segment {
+        let at = match k {
+            0 => 0,
+            k => self.records[k - 1].0,
+        };
+        let mut rest = Segment::new(self.flow, self.direction);
+        rest.bytes = self.bytes.split_off(at);
+        rest.records = self
+            .records
+            .split_off(k)
+            .into_iter()
+            .map(|(end, len)| (end - at, len))
+            .collect();
+        rest.record_bytes = rest.records.iter().map(|&(_, len)| len).sum();
+        self.record_bytes -= rest.record_bytes;
+        rest
+    }
+}
+
+/// Emptied segments a shard keeps for reuse; more are dropped.
+const SPARE_SEGMENTS: usize = 64;
+
+/// A spare segment's buffer larger than this is not kept (one grown by a long queue).
+const SPARE_CAPACITY: usize = 256 << 10;
+
 struct Item {
     tally: Arc<Tally>,
-    record: RecordIn,
+    segment: Segment,
 }
 
 #[derive(Default)]
@@ -229,6 +317,8 @@ struct Queue {
     server_sleeps: bool,
     /// When the last batch's verdicts were counted.
     last_delivery: Option<Instant>,
+    /// Emptied segments, for submitters to take in exchange for full ones.
+    spare: Vec<Segment>,
 }
 
 #[derive(Default)]
@@ -326,40 +416,45 @@ impl Batcher {
         &self.shards[(flow % self.shards.len() as u64) as usize]
     }
 
-    /// Queues `records` (of one flow) for inspection, their outcomes to be counted into
-    /// `tally`; returns once they are queued, which is at once unless the queue is full or
-    /// nobody else is draining it (then this thread drains some batches first).
-    pub fn submit(&self, client: Client<'_>, tally: &Arc<Tally>, records: Vec<RecordIn>) {
-        let Some(first) = records.first() else {
+    /// Queues the records of `segment` (one flow's direction) for inspection, their
+    /// outcomes to be counted into `tally`, and leaves it empty (with a buffer that earlier
+    /// records went in) for the next ones; returns once they are queued, which is at once
+    /// unless the queue is full or nobody else is draining it (then this thread drains
+    /// some batches first).
+    pub fn submit(&self, client: Client<'_>, tally: &Arc<Tally>, segment: &mut Segment) {
+        if segment.is_empty() {
             return;
-        };
-        let shard = self.shard(first.flow);
+        }
+        let (flow, direction) = (segment.flow, segment.direction);
+        let shard = self.shard(flow);
         tally
             .pending
-            .fetch_add(records.len() as u64, Ordering::AcqRel);
+            .fetch_add(segment.len() as u64, Ordering::AcqRel);
+        let len = segment.record_bytes;
         let mut q = lock(&shard.queue);
-        for record in records {
-            let len = record.record.len();
-            loop {
-                if q.items.is_empty() || q.bytes + len <= self.limits.max_queued_bytes {
-                    break;
-                }
-                if q.served && q.server_sleeps {
-                    q.server_sleeps = false;
-                    shard.work.notify_one();
-                }
-                q = if q.draining || q.served {
-                    shard.wait_room(q)
-                } else {
-                    self.drain(client, shard, q, Some(DRAIN_TURN))
-                };
+        loop {
+            if q.items.is_empty() || q.bytes + len <= self.limits.max_queued_bytes {
+                break;
             }
-            q.bytes += len;
-            q.items.push_back(Item {
-                tally: tally.clone(),
-                record,
-            });
+            if q.served && q.server_sleeps {
+                q.server_sleeps = false;
+                shard.work.notify_one();
+            }
+            q = if q.draining || q.served {
+                shard.wait_room(q)
+            } else {
+                self.drain(client, shard, q, Some(DRAIN_TURN))
+            };
         }
+        let fresh = match q.spare.pop() {
+            Some(s) => s.reuse(flow, direction),
+            None => Segment::new(flow, direction),
+        };
+        q.bytes += len;
+        q.items.push_back(Item {
+            tally: tally.clone(),
+            segment: std::mem::replace(segment, fresh),
+        });
         if q.bytes < self.limits.max_queued_bytes {
             // Room left: the next waiting submitter may go on too.
             shard.wake_room(&q);
@@ -497,8 +592,13 @@ impl Batcher {
             // Room in the queue: a submitter waiting for it may go on.
             shard.wake_room(&q);
             drop(q);
-            self.run(client, taken);
+            let emptied = self.run(client, taken);
             q = lock(&shard.queue);
+            for s in emptied {
+                if q.spare.len() < SPARE_SEGMENTS && s.bytes.capacity() <= SPARE_CAPACITY {
+                    q.spare.push(s);
+                }
+            }
             q.last_delivery = Some(Instant::now());
             shard.wake_done(&q);
             turns += 1;
@@ -513,17 +613,37 @@ impl Batcher {
         q
     }
 
-    /// The oldest queued records, up to the limits.
+    /// The oldest queued records, up to the limits: whole segments, and of a first
+    /// segment over the limits on its own, as many records as fit (at least one).
     fn take(&self, q: &mut Queue) -> Vec<Item> {
-        let mut bytes = 0;
+        let (max_records, max_bytes) = (self.limits.max_records, self.limits.max_bytes);
+        let (mut records, mut bytes) = (0, 0);
         let mut taken = Vec::new();
-        while let Some(item) = q.items.front() {
-            let len = item.record.record.len();
-            if taken.len() == self.limits.max_records
-                || (!taken.is_empty() && bytes + len > self.limits.max_bytes)
-            {
+        while let Some(item) = q.items.front_mut() {
+            let (n, len) = (item.segment.len(), item.segment.record_bytes);
+            if taken.is_empty() && (n > max_records || len > max_bytes) {
+                let mut k = 0;
+                let mut fit = 0;
+                for &(_, l) in &item.segment.records {
+                    if k == max_records || (k > 0 && fit + l > max_bytes) {
+                        break;
+                    }
+                    k += 1;
+                    fit += l;
+                }
+                let rest = item.segment.split_off(k);
+                let head = Item {
+                    tally: item.tally.clone(),
+                    segment: std::mem::replace(&mut item.segment, rest),
+                };
+                q.bytes -= fit;
+                taken.push(head);
+                return taken;
+            }
+            if !taken.is_empty() && (records + n > max_records || bytes + len > max_bytes) {
                 break;
             }
+            records += n;
             bytes += len;
             if let Some(item) = q.items.pop_front() {
                 taken.push(item);
@@ -533,52 +653,62 @@ impl Batcher {
         taken
     }
 
-    /// One ecall for `taken`; each record's outcome goes to its tally.
-    fn run(&self, client: Client<'_>, taken: Vec<Item>) {
-        let total = taken.len();
-        let (tallies, records): (Vec<Arc<Tally>>, Vec<RecordIn>) =
-            taken.into_iter().map(|i| (i.tally, i.record)).unzip();
-        let batch = RecordBatch { records };
+    /// One ecall for `taken`; each record's outcome goes to its tally. Returns the emptied
+    /// segments.
+    fn run(&self, client: Client<'_>, taken: Vec<Item>) -> Vec<Segment> {
+        let total: usize = taken.iter().map(|i| i.segment.len()).sum();
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.records.fetch_add(total as u64, Ordering::Relaxed);
-        let reply: Result<BatchVerdicts, String> = match client.reproduce_ssl_context_batch(&batch)
-        {
-            Ok(v) if v.len() == total => Ok(v),
-            Ok(v) => Err(format!(
-                "reproduce_ssl_context_batch: {} verdicts for {total} records",
-                v.len()
-            )),
-            Err(e) => Err(e.to_string()),
-        };
-        drop(batch);
+        // The request is the count and the segments' records, in order (`RecordBatch`'s
+        // encoding), sent as pieces.
+        let count = Compact(u32::try_from(total).unwrap_or(u32::MAX)).encode();
+        let pieces: Vec<&[u8]> = std::iter::once(&count[..])
+            .chain(taken.iter().map(|i| i.segment.encoded()))
+            .collect();
+        let reply: Result<BatchVerdicts, String> =
+            match client.reproduce_ssl_context_batch_pieces(&pieces) {
+                Ok(v) if v.len() == total => Ok(v),
+                Ok(v) => Err(format!(
+                    "reproduce_ssl_context_batch: {} verdicts for {total} records",
+                    v.len()
+                )),
+                Err(e) => Err(e.to_string()),
+            };
+        drop(pieces);
+        let runs: Vec<(&Arc<Tally>, u64)> = taken
+            .iter()
+            .map(|i| (&i.tally, i.segment.len() as u64))
+            .collect();
         match reply {
             Ok(verdicts) => {
-                // A read's records go in together, so a batch holds runs of one direction's
-                // records: each run is counted into its tally at once, a few atomic additions
-                // on a line the relay's thread reads, not a few per record.
+                // A segment is one direction's records: each is counted into its tally at
+                // once, a few atomic additions on a line the relay's thread reads, not a
+                // few per record.
                 let mut verdicts = verdicts.into_iter();
-                for run in tallies.chunk_by(Arc::ptr_eq) {
+                for (tally, n) in runs {
                     let mut sum = TallyCounts::default();
-                    for v in verdicts.by_ref().take(run.len()) {
+                    for v in verdicts.by_ref().take(n as usize) {
                         sum.add(TallyCounts::of(v.map_err(ClientError::Middlebox)));
                     }
-                    run[0].count(sum, run.len() as u64);
+                    tally.count(sum, n);
                 }
             }
-            Err(e) => fail(&tallies, &e),
+            Err(e) => fail(&runs, &e),
         }
+        taken.into_iter().map(|i| i.segment).collect()
     }
 }
 
-/// A batch's ecall failed: each direction with records in it gets one message, with how many
-/// of its records went uninspected, not one per record (a tally keeps only its first few
+/// A batch's ecall failed: each direction with records in it (`runs`: a tally and a number
+/// of its records, a direction possibly more than once) gets one message, with how many of
+/// its records went uninspected, not one per record (a tally keeps only its first few
 /// messages), and those records stop pending.
-fn fail(tallies: &[Arc<Tally>], e: &str) {
+fn fail(runs: &[(&Arc<Tally>, u64)], e: &str) {
     let mut per: Vec<(&Arc<Tally>, u64)> = Vec::new();
-    for t in tallies {
+    for &(t, k) in runs {
         match per.iter_mut().find(|(u, _)| Arc::ptr_eq(u, t)) {
-            Some((_, n)) => *n += 1,
-            None => per.push((t, 1)),
+            Some((_, n)) => *n += k,
+            None => per.push((t, k)),
         }
     }
     for (tally, n) in per {
@@ -597,8 +727,7 @@ mod tests {
         a.pending.store(5, Ordering::Relaxed);
         b.pending.store(1, Ordering::Relaxed);
         // Interleaved, as flows share a queue.
-        let batch = [&a, &b, &a, &a].map(Arc::clone);
-        fail(&batch, "enclave lost");
+        fail(&[(&a, 1), (&b, 1), (&a, 2)], "enclave lost");
         assert_eq!(a.pending(), 2);
         assert_eq!(b.pending(), 0);
         let (ea, eb) = (a.take().errors, b.take().errors);
@@ -614,10 +743,75 @@ mod tests {
         assert_eq!(a.take(), TallyCounts::default());
     }
 
+    /// Batches of whole segments within the limits, a segment over the limits on its own
+    /// cut at them, and the request made of the taken segments the encoding of the same
+    /// records as a `RecordBatch`, in order.
+    #[test]
+    fn batches_take_whole_segments_and_cut_one_over_the_limits() {
+        use super::super::service::{RecordBatch, RecordIn};
+        let b = Batcher::new(BatchLimits {
+            max_records: 4,
+            max_bytes: LARGEST_RECORD + 5_000,
+            max_queued_bytes: usize::MAX,
+            shards: 1,
+        });
+        let tally = Arc::new(Tally::default());
+        let mut q = Queue::default();
+        let mut all = Vec::new();
+        // Segments of 1, 2, 10 and 1 small records, then 3 of 10 KB (two fit the bytes).
+        for (flow, n, len) in [
+            (1u64, 1, 100),
+            (2, 2, 100),
+            (3, 10, 100),
+            (4, 1, 100),
+            (5, 3, 10_000),
+        ] {
+            let mut s = Segment::new(flow, Direction::ServerToClient);
+            for k in 0..n {
+                let record = vec![k as u8 ^ flow as u8; len + k];
+                s.push(&record);
+                all.push(RecordIn {
+                    flow,
+                    direction: Direction::ServerToClient,
+                    record,
+                });
+            }
+            q.bytes += s.record_bytes;
+            q.items.push_back(Item {
+                tally: tally.clone(),
+                segment: s,
+            });
+        }
+        let mut shapes = Vec::new();
+        let mut done = 0;
+        loop {
+            let taken = b.take(&mut q);
+            if taken.is_empty() {
+                break;
+            }
+            let n: usize = taken.iter().map(|i| i.segment.len()).sum();
+            let mut request = Compact(n as u32).encode();
+            for i in &taken {
+                request.extend_from_slice(i.segment.encoded());
+            }
+            let want = RecordBatch {
+                records: all[done..done + n].to_vec(),
+            };
+            assert_eq!(request, want.encode(), "batch {}", shapes.len());
+            done += n;
+            shapes.push(taken.iter().map(|i| i.segment.len()).collect::<Vec<_>>());
+        }
+        assert_eq!(
+            shapes,
+            [vec![1, 2], vec![4], vec![4], vec![2, 1], vec![2], vec![1]],
+            "records per segment of each batch"
+        );
+        assert_eq!((done, q.bytes), (all.len(), 0));
+    }
+
     #[test]
     fn a_full_batch_encodes_within_its_bound() {
-        use super::super::keys::Direction;
-        use parity_scale_codec::Encode;
+        use super::super::service::{RecordBatch, RecordIn};
         let limits = BatchLimits {
             max_records: 3,
             max_bytes: 3 * LARGEST_RECORD,

@@ -26,7 +26,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::batch::{BatchLimits, Batcher, Tally, TallyCounts};
+use super::batch::{BatchLimits, Batcher, Segment, Tally, TallyCounts};
 use super::book::{BookLimits, Offer, ShareBook, ShareSignal, ShareStatus};
 use super::keys::Direction;
 use super::records::{ContentType, FrameError, Hello, Reassembler, hello_random};
@@ -452,7 +452,7 @@ impl<'e> Middlebox<'e> {
                 Direction::ServerToClient
             };
             let r = &mut report.dirs[i];
-            let mut batch = Vec::new();
+            let mut batch = Segment::new(shared.flow, dir);
             self.resume(shared, dir, &mut state, &mut batch, r);
             self.finish_direction(shared, dir, r);
             if let Inspection::Waiting { queue, .. } = state {
@@ -475,7 +475,7 @@ impl<'e> Middlebox<'e> {
         shared: &FlowShared,
         dir: Direction,
         state: &mut Inspection,
-        batch: &mut Vec<RecordIn>,
+        batch: &mut Segment,
         r: &mut DirReport,
     ) {
         let Inspection::Waiting { since, .. } = state else {
@@ -496,7 +496,7 @@ impl<'e> Middlebox<'e> {
         match state {
             Inspection::On => {
                 for record in queue {
-                    self.inspect(record, batch, r);
+                    self.inspect(shared, dir, &record.record, batch, r);
                 }
                 self.flush(shared, dir, batch, r);
             }
@@ -541,10 +541,22 @@ impl<'e> Middlebox<'e> {
     }
 
     /// One encrypted record to the enclave: into this read's batch, or an ecall of its own.
-    fn inspect(&self, record: RecordIn, batch: &mut Vec<RecordIn>, r: &mut DirReport) {
+    fn inspect(
+        &self,
+        shared: &FlowShared,
+        dir: Direction,
+        record: &[u8],
+        batch: &mut Segment,
+        r: &mut DirReport,
+    ) {
         if self.batcher.is_some() {
             batch.push(record);
         } else {
+            let record = RecordIn {
+                flow: shared.flow,
+                direction: dir,
+                record: record.to_vec(),
+            };
             let t = Instant::now();
             let verdict = self.client.reproduce_ssl_context(&record);
             r.ecall_ns += t.elapsed().as_nanos() as u64;
@@ -567,7 +579,7 @@ impl<'e> Middlebox<'e> {
         let mut asm = Reassembler::new();
         let mut state = Inspection::Clear;
         // With batching: this read's encrypted records, inspected together before forwarding.
-        let mut batch: Vec<RecordIn> = Vec::new();
+        let mut batch = Segment::new(shared.flow, dir);
         let _ = src.set_read_timeout(Some(self.tick));
         let _ = dst.set_write_timeout(Some(self.idle));
         let close_both = |src: &TcpStream, dst: &TcpStream| {
@@ -639,12 +651,7 @@ impl<'e> Middlebox<'e> {
                                 _ => {}
                             },
                             Inspection::On => {
-                                let record = RecordIn {
-                                    flow: shared.flow,
-                                    direction: dir,
-                                    record: bytes.to_vec(),
-                                };
-                                self.inspect(record, &mut batch, &mut r);
+                                self.inspect(shared, dir, bytes, &mut batch, &mut r);
                             }
                             Inspection::Waiting {
                                 queue, bytes: q, ..
@@ -707,13 +714,7 @@ impl<'e> Middlebox<'e> {
 
     /// Hands the records collected for a batch (if any) to the batcher, and counts the
     /// verdicts that have come meanwhile.
-    fn flush(
-        &self,
-        shared: &FlowShared,
-        dir: Direction,
-        batch: &mut Vec<RecordIn>,
-        r: &mut DirReport,
-    ) {
+    fn flush(&self, shared: &FlowShared, dir: Direction, batch: &mut Segment, r: &mut DirReport) {
         let Some(b) = &self.batcher else {
             return;
         };
@@ -723,7 +724,7 @@ impl<'e> Middlebox<'e> {
         let tally = &shared.tallies[dir.index()];
         r.inspected += batch.len() as u64;
         let t = Instant::now();
-        b.submit(self.client, tally, std::mem::take(batch));
+        b.submit(self.client, tally, batch);
         r.queue_ns += t.elapsed().as_nanos() as u64;
         self.merge(tally.take(), r);
     }

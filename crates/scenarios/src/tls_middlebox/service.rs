@@ -841,13 +841,18 @@ impl<'e> Client<'e> {
     }
 
     fn call<T: Decode>(&self, call: Call, input: &impl Encode) -> Result<T, ClientError> {
-        let out = self
-            .enclave
-            .ecall(call.into(), &input.encode())
-            .map_err(|source| ClientError::Boundary {
-                call: call.name(),
-                source,
-            })?;
+        Self::reply(call, self.enclave.ecall(call.into(), &input.encode()))
+    }
+
+    /// The enclave's reply to `call`, decoded.
+    fn reply<T: Decode>(
+        call: Call,
+        out: Result<Vec<u8>, enclave::Error>,
+    ) -> Result<T, ClientError> {
+        let out = out.map_err(|source| ClientError::Boundary {
+            call: call.name(),
+            source,
+        })?;
         Ok(codec::decode::<Result<T, MiddleboxError>>(
             call.name(),
             &out,
@@ -895,5 +900,17 @@ impl<'e> Client<'e> {
         batch: &RecordBatch,
     ) -> Result<BatchVerdicts, ClientError> {
         self.call(Call::ReproduceSslContextBatch, batch)
+    }
+
+    /// [`reproduce_ssl_context_batch`](Self::reproduce_ssl_context_batch) with the request
+    /// already encoded, in pieces whose concatenation is a [`RecordBatch`]'s encoding (the
+    /// batcher's count and segments), which go into the enclave as they are
+    /// ([`Enclave::ecall_pieces`]).
+    pub fn reproduce_ssl_context_batch_pieces(
+        &self,
+        pieces: &[&[u8]],
+    ) -> Result<BatchVerdicts, ClientError> {
+        let call = Call::ReproduceSslContextBatch;
+        Self::reply(call, self.enclave.ecall_pieces(call.into(), pieces))
     }
 }

@@ -405,10 +405,11 @@ fn an_enclave_without_platform_keys_cannot_start_the_engine() {
 
 /// The batch ecall and the batcher: records of one flow (and a stray one) in batches within
 /// the limits, one outcome each in order, the same counts as one ecall per record; a batch
-/// over the enclave's bounds is refused whole.
+/// over the enclave's bounds is refused whole. Each direction's records go in one segment,
+/// as a relay's read does, which the batcher cuts at the limits.
 #[test]
 fn batches_decrypt_every_record_in_order_within_their_limits() {
-    use super::super::batch::{BatchLimits, Batcher, Tally, TallyCounts};
+    use super::super::batch::{BatchLimits, Batcher, Segment, Tally, TallyCounts};
     use super::super::service::{MAX_BATCH_RECORDS, RecordBatch};
     use std::sync::Arc;
     let cap = capture(&messages(), b"ok");
@@ -435,13 +436,16 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
     })
     .unwrap();
     let mut records = Vec::new();
+    let mut segments = Vec::new();
     for (dir, stream) in [
         (Direction::ClientToServer, &cap.c2s),
         (Direction::ServerToClient, &cap.s2c),
     ] {
         let mut started = false;
+        let mut segment = Segment::new(7, dir);
         for (ct, _, bytes) in records_of(stream) {
             if started {
+                segment.push(&bytes);
                 records.push(RecordIn {
                     flow: 7,
                     direction: dir,
@@ -456,14 +460,10 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
                 started = true;
             }
         }
+        segments.push(segment);
     }
-    // A record of a flow that is not open, in the middle.
-    let stray = RecordIn {
-        flow: 99,
-        ..records[1].clone()
-    };
-    records.insert(2, stray);
-    let n = records.len();
+    let runs: Vec<usize> = segments.iter().map(Segment::len).collect();
+    assert!(runs[0] > 2, "{runs:?}: a segment to cut");
     let b = Batcher::new(BatchLimits {
         max_records: 2,
         max_bytes: usize::MAX,
@@ -471,17 +471,25 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
         shards: 1,
     });
     let (tally, stray_tally) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
-    let stray = records.remove(2);
     // Nobody serves the queue: the submitter drains it, two records an ecall, in order (a
     // record out of order fails to authenticate: TLS 1.2 sequence numbers are implicit).
-    b.submit(c, &tally, records.clone());
-    b.submit(c, &stray_tally, vec![stray]);
+    b.submit(c, &tally, &mut segments[0]);
+    assert!(segments[0].is_empty(), "handed over");
+    // A record of a flow that is not open, between the directions.
+    let mut stray = Segment::new(99, Direction::ClientToServer);
+    stray.push(&records[1].record);
+    b.submit(c, &stray_tally, &mut stray);
+    b.submit(c, &tally, &mut segments[1]);
     b.finish(c, 7, &tally);
     b.finish(c, 99, &stray_tally);
     assert_eq!((tally.pending(), stray_tally.pending()), (0, 0));
+    let n = records.len();
     assert_eq!(
         b.stats(),
-        ((n - 1).div_ceil(2) as u64 + 1, n as u64),
+        (
+            (runs[0].div_ceil(2) + runs[1].div_ceil(2) + 1) as u64,
+            n as u64 + 1
+        ),
         "batches of at most 2, the stray one alone"
     );
     let got = tally.take();
@@ -529,7 +537,7 @@ fn batches_decrypt_every_record_in_order_within_their_limits() {
 /// its flow.
 #[test]
 fn concurrent_submitters_each_get_their_own_outcomes() {
-    use super::super::batch::{BatchLimits, Batcher, Tally};
+    use super::super::batch::{BatchLimits, Batcher, Segment, Tally};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let e = native();
@@ -559,15 +567,12 @@ fn concurrent_submitters_each_get_their_own_outcomes() {
                     s.spawn(move || {
                         let tally = Arc::new(Tally::default());
                         let mut errors = Vec::new();
+                        let mut segment = Segment::new(t, Direction::ClientToServer);
                         for k in 0..40u64 {
-                            let records = (0..1 + (t + k) % 6)
-                                .map(|_| RecordIn {
-                                    flow: t,
-                                    direction: Direction::ClientToServer,
-                                    record: record.clone(),
-                                })
-                                .collect();
-                            b.submit(c, &tally, records);
+                            for _ in 0..1 + (t + k) % 6 {
+                                segment.push(record);
+                            }
+                            b.submit(c, &tally, &mut segment);
                             errors.extend(tally.take().errors);
                         }
                         b.finish(c, t, &tally);
