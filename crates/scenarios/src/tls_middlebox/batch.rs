@@ -1,7 +1,8 @@
 //! Batching records across flows, off the forwarding path: the `batched` configuration's
 //! one crossing for many records.
 //!
-//! A relay thread hands the encrypted records of one read to the [`Batcher`] and goes on
+//! A relay thread hands the encrypted records of one read to the [`Batcher`] as a
+//! [`Segment`] (encoded once, into a buffer the batcher hands back for reuse) and goes on
 //! forwarding: it does not wait for their verdicts, which are counted into the direction's
 //! [`Tally`] when they come. This is the shape of LightBox's etap (CCS 2019): the host's
 //! I/O threads fill a queue that the enclave drains, so a record costs no crossing and no
