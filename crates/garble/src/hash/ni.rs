@@ -30,6 +30,50 @@ macro_rules! rekeyed_rounds {
     };
 }
 
+/// `AES_K(x) ^ x` for `$n` key registers `$k` and `$p` data registers per key `$x` (an
+/// array of arrays), with the key schedules of the first `4 floor($n / 4)` registers
+/// word-sliced by fours (`expand_step_sliced` and `transpose4` where it expands) and the
+/// rest one register at a time (`$step`), each round's key steps before its AES rounds: the
+/// MITCCRH hash of the three-halves kernels, at 256 bits
+/// (`threehalves::mmo_rekeyed_mixed`) and at 512 (`zmm::mmo_rekeyed_pairs`), `$xor`,
+/// `$enc` and `$enclast` the width's intrinsics.
+macro_rules! mixed_rekeyed_mmo {
+    ($k:expr, $x:expr, $n:expr, $p:expr, $step:ident, $xor:ident, $enc:ident, $enclast:ident) => {{
+        let (k, x) = ($k, $x);
+        let s4 = $n / 4 * 4;
+        let mut v: [[_; $p]; $n] =
+            core::array::from_fn(|i| core::array::from_fn(|p| $xor(x[i][p], k[i])));
+        let mut w = k;
+        for s in (0..s4).step_by(4) {
+            let t = transpose4([w[s], w[s + 1], w[s + 2], w[s + 3]]);
+            w[s..s + 4].copy_from_slice(&t);
+        }
+        rekeyed_rounds!(|rc, last| {
+            let mut rk = w;
+            for s in (0..s4).step_by(4) {
+                let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
+                expand_step_sliced(&mut ws, rc);
+                w[s..s + 4].copy_from_slice(&ws);
+                rk[s..s + 4].copy_from_slice(&transpose4(ws));
+            }
+            for i in s4..$n {
+                w[i] = $step(w[i], rc);
+                rk[i] = w[i];
+            }
+            for i in 0..$n {
+                for p in 0..$p {
+                    v[i][p] = if last {
+                        $xor($enclast(v[i][p], rk[i]), x[i][p])
+                    } else {
+                        $enc(v[i][p], rk[i])
+                    };
+                }
+            }
+        });
+        v
+    }};
+}
+
 pub(super) mod threehalves;
 pub(super) mod zmm;
 

@@ -339,38 +339,16 @@ macro_rules! threehalves_kernels {
                 k: [__m256i; M],
                 x: &[[__m256i; P]; M],
             ) -> [[__m256i; P]; M] {
-                let s4 = M / 4 * 4;
-                let mut v: [[__m256i; P]; M] = core::array::from_fn(|i| {
-                    core::array::from_fn(|p| _mm256_xor_si256(x[i][p], k[i]))
-                });
-                let mut w = k;
-                for s in (0..s4).step_by(4) {
-                    let t = transpose4([w[s], w[s + 1], w[s + 2], w[s + 3]]);
-                    w[s..s + 4].copy_from_slice(&t);
-                }
-                rekeyed_rounds!(|rc, last| {
-                    let mut rk = w;
-                    for s in (0..s4).step_by(4) {
-                        let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
-                        expand_step_sliced(&mut ws, rc);
-                        w[s..s + 4].copy_from_slice(&ws);
-                        rk[s..s + 4].copy_from_slice(&transpose4(ws));
-                    }
-                    for i in s4..M {
-                        w[i] = expand_step2(w[i], rc);
-                        rk[i] = w[i];
-                    }
-                    for i in 0..M {
-                        for p in 0..P {
-                            v[i][p] = if last {
-                                _mm256_xor_si256(_mm256_aesenclast_epi128(v[i][p], rk[i]), x[i][p])
-                            } else {
-                                _mm256_aesenc_epi128(v[i][p], rk[i])
-                            };
-                        }
-                    }
-                });
-                v
+                mixed_rekeyed_mmo!(
+                    k,
+                    x,
+                    M,
+                    P,
+                    expand_step2,
+                    _mm256_xor_si256,
+                    _mm256_aesenc_epi128,
+                    _mm256_aesenclast_epi128
+                )
             }
 
             /// `G` fixed-key gates: `tw` holds `(3g | 3g + 1)` of the first gate

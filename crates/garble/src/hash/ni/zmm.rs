@@ -147,40 +147,21 @@ pub(super) fn mmo_rekeyed_pairs<const M: usize, const Z: usize, const P: usize>(
     let xz: [[__m512i; P]; Z] = core::array::from_fn(|i| {
         core::array::from_fn(|p| pair(x[2 * i][p], x.get(2 * i + 1).map(|y| &y[p])))
     });
-    // The rounds as `mmo_rekeyed`'s, but each round's key steps all before its AES
-    // rounds: with this kernel calling a `mmo_rekeyed` that took the rest one register at a
-    // time, three-halves read 2.18 and 2.24 times half-gates (medians of nine alternated
-    // pairs, garble and evaluate) against 2.10 and 2.09 (2026-11-29, 05:25 UTC).
-    let s4 = Z / 4 * 4;
-    let mut v: [[__m512i; P]; Z] =
-        core::array::from_fn(|i| core::array::from_fn(|p| _mm512_xor_si512(xz[i][p], kz[i])));
-    let mut w = kz;
-    for s in (0..s4).step_by(4) {
-        let t = transpose4([w[s], w[s + 1], w[s + 2], w[s + 3]]);
-        w[s..s + 4].copy_from_slice(&t);
-    }
-    rekeyed_rounds!(|rc, last| {
-        let mut rk = w;
-        for s in (0..s4).step_by(4) {
-            let mut ws = [w[s], w[s + 1], w[s + 2], w[s + 3]];
-            expand_step_sliced(&mut ws, rc);
-            w[s..s + 4].copy_from_slice(&ws);
-            rk[s..s + 4].copy_from_slice(&transpose4(ws));
-        }
-        for i in s4..Z {
-            w[i] = expand_step4(w[i], rc);
-            rk[i] = w[i];
-        }
-        for i in 0..Z {
-            for p in 0..P {
-                v[i][p] = if last {
-                    _mm512_xor_si512(_mm512_aesenclast_epi128(v[i][p], rk[i]), xz[i][p])
-                } else {
-                    _mm512_aesenc_epi128(v[i][p], rk[i])
-                };
-            }
-        }
-    });
+    // The rounds of the 256-bit three-halves hash (`mixed_rekeyed_mmo!`), each round's key
+    // steps all before its AES rounds, not `mmo_rekeyed`'s: with this kernel calling a
+    // `mmo_rekeyed` that took the rest one register at a time, three-halves read 2.18 and
+    // 2.24 times half-gates (medians of nine alternated pairs, garble and evaluate) against
+    // 2.10 and 2.09 (2026-11-29, 05:25 UTC).
+    let v = mixed_rekeyed_mmo!(
+        kz,
+        &xz,
+        Z,
+        P,
+        expand_step4,
+        _mm512_xor_si512,
+        _mm512_aesenc_epi128,
+        _mm512_aesenclast_epi128
+    );
     core::array::from_fn(|i| {
         core::array::from_fn(|p| {
             let z = v[i / 2][p];
