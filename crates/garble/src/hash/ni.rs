@@ -74,6 +74,25 @@ macro_rules! mixed_rekeyed_mmo {
     }};
 }
 
+/// A 64-byte-aligned local for [`align_frame!`].
+#[repr(C, align(64))]
+struct Align64([u8; 64]);
+
+/// Realigns the calling kernel's stack frame to 64 bytes. A kernel that keeps more data
+/// than registers spills vectors to its frame, which Rust only keeps 16-byte aligned: a
+/// 512-bit spill slot then straddles two cache lines on every access, and the slot that
+/// straddles a page boundary costs far more (the MITCCRH garbling kernel had a fifth of
+/// its samples on two such spills in an Ed25519 session, `docs/gc-2pc.md`). With one
+/// 64-byte-aligned local in the frame, LLVM realigns it once at entry and gives the spills
+/// aligned slots. Costs one 64-byte store per call and the frame pointer's register, which
+/// the three-halves MITCCRH kernels cannot spare (they spilled more and garbled slower with
+/// it), so only the half-gates run kernels take it.
+macro_rules! align_frame {
+    () => {
+        let _aligned = core::hint::black_box($crate::hash::ni::Align64([0; 64]));
+    };
+}
+
 pub(super) mod threehalves;
 pub(super) mod zmm;
 
@@ -769,6 +788,7 @@ macro_rules! fused_kernels {
                 gate: u64,
                 tables: &mut [u8],
             ) {
+                align_frame!();
                 assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
                 let mask = labels.len() - 1;
                 let k = keys256(rk);
@@ -854,6 +874,7 @@ macro_rules! fused_kernels {
                 gate: u64,
                 tables: &[u8],
             ) {
+                align_frame!();
                 assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
                 let mask = labels.len() - 1;
                 let k = keys256(rk);
@@ -1105,6 +1126,7 @@ macro_rules! fused_kernels {
                 gate: u64,
                 tables: &mut [u8],
             ) {
+                align_frame!();
                 assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
                 let mask = labels.len() - 1;
                 let seed2 = _mm256_broadcastsi128_si256(load(&seed));
@@ -1153,6 +1175,7 @@ macro_rules! fused_kernels {
                 gate: u64,
                 tables: &[u8],
             ) {
+                align_frame!();
                 assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
                 let mask = labels.len() - 1;
                 let seed2 = _mm256_broadcastsi128_si256(load(&seed));

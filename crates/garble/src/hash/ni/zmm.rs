@@ -519,6 +519,7 @@ pub(in crate::hash) fn garble_run(
     gate: u64,
     tables: &mut [u8],
 ) {
+    align_frame!();
     assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
     let mask = labels.len() - 1;
     let k = keys512(rk);
@@ -541,6 +542,7 @@ pub(in crate::hash) fn eval_run(
     gate: u64,
     tables: &[u8],
 ) {
+    align_frame!();
     assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
     let mask = labels.len() - 1;
     let k = keys512(rk);
@@ -561,6 +563,7 @@ pub(in crate::hash) fn garble_run_mi(
     gate: u64,
     tables: &mut [u8],
 ) {
+    align_frame!();
     assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
     let mask = labels.len() - 1;
     let s = seed_of(seed);
@@ -583,6 +586,7 @@ pub(in crate::hash) fn eval_run_mi(
     gate: u64,
     tables: &[u8],
 ) {
+    align_frame!();
     assert!(labels.len().is_power_of_two() && tables.len() == 32 * run.len());
     let mask = labels.len() - 1;
     let s = seed_of(seed);
