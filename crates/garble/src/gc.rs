@@ -464,17 +464,13 @@ pub fn output_check(
     first: u64,
     out: &mut Vec<u8>,
 ) {
-    let n = zero_labels.len();
-    let mut h = Vec::with_capacity(2 * n);
-    let mut tw = Vec::with_capacity(2 * n);
+    // Output i's tweak is CHECK_TWEAK | (first + i); h0 = H(W0), h1 = H(W0 ^ R).
+    let mut h0 = zero_labels.to_vec();
+    let mut h1 = vec![Block::ZERO; h0.len()];
+    let t0 = Block(CHECK_TWEAK | u128::from(first));
+    hasher.hash_consecutive_with_offset(&mut h0, delta, &mut h1, t0);
     for (i, &w0) in zero_labels.iter().enumerate() {
-        let t = Block(CHECK_TWEAK | u128::from(first + i as u64));
-        h.extend_from_slice(&[w0, w0 ^ delta]);
-        tw.extend_from_slice(&[t, t]);
-    }
-    hasher.hash(&mut h, &tw);
-    for (i, &w0) in zero_labels.iter().enumerate() {
-        let (t0, t1) = (h[2 * i].to_bytes(), h[2 * i + 1].to_bytes());
+        let (t0, t1) = (h0[i].to_bytes(), h1[i].to_bytes());
         // `W0 ^ R` has the other colour (`lsb(R) = 1`).
         let (c0, c1) = if w0.lsb() { (t1, t0) } else { (t0, t1) };
         out.extend_from_slice(&c0[..TAG_BYTES]);
@@ -506,10 +502,7 @@ pub fn verify_check(
 ) -> Result<(), CheckFailed> {
     assert_eq!(check.len(), CHECK_BYTES * labels.len());
     let mut h = labels.to_vec();
-    let tw: Vec<Block> = (0..labels.len())
-        .map(|i| Block(CHECK_TWEAK | u128::from(first + i as u64)))
-        .collect();
-    hasher.hash(&mut h, &tw);
+    hasher.hash_consecutive(&mut h, Block(CHECK_TWEAK | u128::from(first)));
     for (i, (w, c)) in labels
         .iter()
         .zip(check.chunks_exact(CHECK_BYTES))

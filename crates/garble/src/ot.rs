@@ -537,14 +537,12 @@ impl IknpSender {
             cols.push(q);
         }
         let rows = columns_to_rows(&cols, blocks);
-        let tweaks: Vec<Block> = (0..m)
-            .map(|i| Block(OT_TWEAK | u128::from(self.counter + i as u64)))
-            .collect();
+        // Row i's tweak is OT_TWEAK | (counter + i): L0 = H(q), L1 = H(q ^ s).
+        let t0 = Block(OT_TWEAK | u128::from(self.counter));
         self.counter += m as u64;
         let mut l0: Vec<Block> = rows[..m].to_vec();
-        hasher.hash(&mut l0, &tweaks);
-        let mut l1: Vec<Block> = rows[..m].iter().map(|&q| q ^ self.s).collect();
-        hasher.hash(&mut l1, &tweaks);
+        let mut l1 = vec![Block::ZERO; m];
+        hasher.hash_consecutive_with_offset(&mut l0, self.s, &mut l1, t0);
         let mut msg = Vec::with_capacity(16 * m);
         for (a, b) in l0.iter().zip(&l1) {
             msg.extend_from_slice(&(*a ^ *b ^ delta).to_bytes());
@@ -599,14 +597,13 @@ impl IknpReceiver {
         ch.send(&msg)?;
         ch.flush()?;
         let rows = columns_to_rows(&cols, blocks);
-        let tweaks: Vec<Block> = (0..m)
-            .map(|i| Block(OT_TWEAK | u128::from(self.counter + i as u64)))
-            .collect();
+        let t0 = Block(OT_TWEAK | u128::from(self.counter));
         self.counter += m as u64;
+        // Hashed while the sender works on the matrix, before its answer is awaited.
+        let mut out: Vec<Block> = rows[..m].to_vec();
+        hasher.hash_consecutive(&mut out, t0);
         let mut y = vec![0u8; 16 * m];
         ch.recv(&mut y)?;
-        let mut out: Vec<Block> = rows[..m].to_vec();
-        hasher.hash(&mut out, &tweaks);
         for (i, (o, &c)) in out.iter_mut().zip(choices).enumerate() {
             let mut b = [0u8; 16];
             b.copy_from_slice(&y[16 * i..16 * i + 16]);

@@ -157,6 +157,55 @@ impl Hasher {
         }
     }
 
+    /// `xs[i] = H(xs[i], t0 + i)`: [`Hasher::hash`] under consecutive tweaks (the OT
+    /// extension's and the output check's), with the MITCCRH key schedules of 16 tweaks made together where the
+    /// 512-bit kernels run.
+    pub fn hash_consecutive(&self, xs: &mut [Block], t0: Block) {
+        self.consecutive(xs, t0, None);
+    }
+
+    /// `ys[i] = H(xs[i] ^ offset, t0 + i)` and `xs[i] = H(xs[i], t0 + i)` (the OT sender's
+    /// two hashes of each row): as two calls of [`Hasher::hash_consecutive`], but under
+    /// MITCCRH with the 512-bit kernels each key schedule serves both.
+    ///
+    /// # Panics
+    ///
+    /// If `ys` is shorter than `xs`.
+    pub fn hash_consecutive_with_offset(
+        &self,
+        xs: &mut [Block],
+        offset: Block,
+        ys: &mut [Block],
+        t0: Block,
+    ) {
+        assert!(ys.len() >= xs.len(), "ys shorter than xs");
+        self.consecutive(xs, t0, Some((offset, ys)));
+    }
+
+    /// [`Hasher::hash_consecutive`], and with `pair` its `_with_offset` twin.
+    fn consecutive(&self, xs: &mut [Block], t0: Block, pair: Option<(Block, &mut [Block])>) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(seed) = self.seed
+            && self.zmm
+            && (t0.0 as u64).checked_add(xs.len() as u64).is_some()
+        {
+            // SAFETY: `zmm` is set only where AES-NI, VAES and AVX-512F/VL/BW/DQ were
+            // detected at run time; the tweaks' low halves do not pass 2^64 (checked).
+            return unsafe { ni::zmm::mitccrh_consecutive(seed, t0, xs, pair) };
+        }
+        let tweaks: Vec<Block> = (0..xs.len())
+            .map(|i| Block(t0.0.wrapping_add(i as u128)))
+            .collect();
+        if let Some((offset, ys)) = pair {
+            let ys = &mut ys[..xs.len()];
+            for (y, x) in ys.iter_mut().zip(xs.iter()) {
+                *y = *x ^ offset;
+            }
+            self.hash(ys, &tweaks);
+        }
+        self.hash(xs, &tweaks);
+    }
+
     /// `xs[2i] = H(xs[2i], tweaks[i])` and `xs[2i + 1] = H(xs[2i + 1], tweaks[i])`:
     /// pairs of blocks under one tweak (the garbler's `X`, `X ^ R`), the same
     /// values as [`Hasher::hash`] with each tweak repeated. Under MITCCRH with

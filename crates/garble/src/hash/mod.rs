@@ -543,6 +543,55 @@ mod tests {
         }
     }
 
+    /// `hash_consecutive` and `hash_consecutive_with_offset` are `hash` under the tweaks
+    /// `t0 + i`, on every backend and hash: lengths around the 512-bit kernel's groups of
+    /// 16, the OT extension's tweak range, random tweaks, and runs whose low halves reach
+    /// 2^64 (which leave the 512-bit kernel).
+    #[test]
+    fn consecutive_tweaks_hash_as_the_explicit_ones() {
+        let mut prg = Prg::from_seed([0x24; 16]);
+        for (kind, be) in GcHash::ALL
+            .into_iter()
+            .flat_map(|k| [Backend::Portable, Backend::AesNi].map(|b| (k, b)))
+        {
+            let Ok(h) = Hasher::of(kind, prg.block(), be) else {
+                continue;
+            };
+            for n in [0, 1, 15, 16, 17, 33, 64, 100] {
+                let starts = [
+                    Block((1 << 127) | 5),
+                    prg.block(),
+                    Block(u128::from(u64::MAX - 40)),
+                    Block(u128::from(u64::MAX) - n as u128),
+                ];
+                for t0 in starts {
+                    let mut xs = vec![Block::ZERO; n];
+                    prg.fill(&mut xs);
+                    let off = prg.block();
+                    let tw: Vec<Block> = (0..n)
+                        .map(|i| Block(t0.0.wrapping_add(i as u128)))
+                        .collect();
+                    let mut want = xs.clone();
+                    h.hash(&mut want, &tw);
+                    let mut want_y: Vec<Block> = xs.iter().map(|&x| x ^ off).collect();
+                    h.hash(&mut want_y, &tw);
+                    let mut got = xs.clone();
+                    h.hash_consecutive(&mut got, t0);
+                    assert!(got == want, "{kind:?} {be:?} n {n} t0 {t0:?}");
+                    let mut got = xs.clone();
+                    let mut ys = vec![Block::ZERO; n + 1];
+                    h.hash_consecutive_with_offset(&mut got, off, &mut ys, t0);
+                    assert!(got == want, "{kind:?} {be:?} n {n} t0 {t0:?}, with offset");
+                    assert!(
+                        ys[..n] == want_y[..],
+                        "{kind:?} {be:?} n {n} t0 {t0:?}, offset"
+                    );
+                    assert_eq!(ys[n], Block::ZERO, "wrote past xs.len()");
+                }
+            }
+        }
+    }
+
     #[test]
     fn sigma_is_the_orthomorphism() {
         let x = Block((0x1111u128 << 64) | 0x2222);

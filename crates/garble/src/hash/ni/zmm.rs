@@ -597,6 +597,96 @@ pub(in crate::hash) fn eval_run_mi(
     );
 }
 
+/// Key registers a group of [`mitccrh_consecutive`]: 16 tweaks. Not the half-gates
+/// kernels' eight: with a second caller of `mmo_rekeyed::<8, _>` LLVM stopped inlining it
+/// into those kernels, and the Garble stage of an AES-128 bulk session took 16-28% longer
+/// (three alternated pairs, `docs/gc-2pc.md`).
+const RUN_KEYS: usize = 4;
+
+/// Blocks of `xs` (and, with `P = 2`, of `ys`) a call of [`consecutive_groups`] hashes.
+const RUN_BLOCKS: usize = 4 * RUN_KEYS;
+
+/// The whole groups of [`mitccrh_consecutive`]: `xs[i]` under tweak `(hi, lo + i)` and, with
+/// `P = 2`, `ys[i] = H(xs[i] ^ offset)` under the same tweak; returns how many blocks it did
+/// (a multiple of [`RUN_BLOCKS`]).
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
+#[inline]
+fn consecutive_groups<const P: usize>(
+    seed: Block,
+    (hi, lo): (u64, u64),
+    xs: &mut [Block],
+    offset: Block,
+    ys: &mut [Block],
+) -> usize {
+    // k(t) = seed ^ swap(t): the tweak's high half goes into the seed, its low half is
+    // the counter of `group_keys`.
+    let s = seed_of(Block(seed.0 ^ u128::from(hi)));
+    let off = _mm512_broadcast_i32x4(load(&offset));
+    let full = xs.len() / RUN_BLOCKS * RUN_BLOCKS;
+    for (n, c) in xs[..full].chunks_exact_mut(RUN_BLOCKS).enumerate() {
+        let (k, w) = group_keys::<RUN_KEYS>(&s, lo.wrapping_add((n * RUN_BLOCKS) as u64));
+        let x: [[__m512i; P]; RUN_KEYS] = core::array::from_fn(|i| {
+            // SAFETY: `c` is `RUN_BLOCKS` blocks long: blocks 4i..4i + 4 are 64 readable
+            // bytes; `loadu` has no alignment requirement.
+            let v = unsafe { _mm512_loadu_si512(c.as_ptr().add(4 * i).cast()) };
+            core::array::from_fn(|p| if p == 0 { v } else { _mm512_xor_si512(v, off) })
+        });
+        let h = mmo_rekeyed(&k, w, &x);
+        for (i, hv) in h.iter().enumerate() {
+            // SAFETY: as above, 64 writable bytes.
+            unsafe { _mm512_storeu_si512(c.as_mut_ptr().add(4 * i).cast(), hv[0]) };
+            if P == 2 {
+                let y = &mut ys[n * RUN_BLOCKS + 4 * i..n * RUN_BLOCKS + 4 * i + 4];
+                // SAFETY: `y` is 4 blocks, 64 writable bytes.
+                unsafe { _mm512_storeu_si512(y.as_mut_ptr().cast(), hv[P - 1]) };
+            }
+        }
+    }
+    full
+}
+
+/// MITCCRH under consecutive tweaks: `xs[i] = H(xs[i], t0 + i)` and, when `ys` is given
+/// with `offset`, `ys[i] = H(xs[i] ^ offset, t0 + i)` from the same key schedule (the OT
+/// sender's two hashes of a row). Sixteen tweaks a group, their keys made together as
+/// a half-gates group's; the rest of the run through [`super::mitccrh`]. The low half of
+/// `t0` plus `xs.len()` must not pass 2^64 (the caller checks), nor may `ys` be shorter
+/// than `xs`.
+#[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
+pub(in crate::hash) fn mitccrh_consecutive(
+    seed: Block,
+    t0: Block,
+    xs: &mut [Block],
+    mut pair: Option<(Block, &mut [Block])>,
+) {
+    align_frame!();
+    let (hi, lo) = ((t0.0 >> 64) as u64, t0.0 as u64);
+    assert!(
+        lo.checked_add(xs.len() as u64).is_some(),
+        "tweaks past 2^64"
+    );
+    let done = match pair {
+        None => consecutive_groups::<1>(seed, (hi, lo), xs, Block::ZERO, &mut []),
+        Some((offset, ref mut ys)) => {
+            let ys = &mut ys[..xs.len()];
+            let done = consecutive_groups::<2>(seed, (hi, lo), xs, offset, ys);
+            for (y, x) in ys[done..].iter_mut().zip(&xs[done..]) {
+                *y = *x ^ offset;
+            }
+            done
+        }
+    };
+    // The rest, fewer than `RUN_BLOCKS`.
+    let mut tweaks = [Block::ZERO; RUN_BLOCKS];
+    let tweaks = &mut tweaks[..xs.len() - done];
+    for (i, t) in tweaks.iter_mut().enumerate() {
+        *t = Block(t0.0 + (done + i) as u128);
+    }
+    super::mitccrh(seed, &mut xs[done..], tweaks);
+    if let Some((_, ys)) = pair {
+        super::mitccrh(seed, &mut ys[done..xs.len()], tweaks);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
