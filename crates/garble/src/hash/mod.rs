@@ -42,7 +42,8 @@
 //! because the gate counter runs on across evaluations and computations.
 //! How many keys are expanded together (the "batch": eight with AES-NI, eight
 //! gates' sixteen keys in the fused VAES kernels (four gates' eight with AVX2
-//! only), four in the portable cipher) is a matter of speed only:
+//! only), sixteen consecutive tweaks for the OT extension and the output check
+//! on 512-bit registers, four in the portable cipher) is a matter of speed only:
 //! it is not an input of the derivation, so two parties that batch
 //! differently still agree (tested).
 //!
