@@ -521,16 +521,19 @@ mod tests {
 
     /// `hash_pairs` is `hash` with each tweak used twice, on every backend and hash, for
     /// every count of pairs (the AES-NI kernel's groups of four and their remainders).
+    /// A hasher of each hash on each backend this CPU has, with a seed from `prg`.
+    fn every_hasher(prg: &mut Prg) -> Vec<(GcHash, Backend, Hasher)> {
+        GcHash::ALL
+            .into_iter()
+            .flat_map(|k| [Backend::Portable, Backend::AesNi].map(|b| (k, b)))
+            .filter_map(|(k, b)| Some((k, b, Hasher::of(k, prg.block(), b).ok()?)))
+            .collect()
+    }
+
     #[test]
     fn hash_pairs_is_hash_with_each_tweak_twice() {
         let mut prg = Prg::from_seed([0x42; 16]);
-        for (kind, be) in GcHash::ALL
-            .into_iter()
-            .flat_map(|k| [Backend::Portable, Backend::AesNi].map(|b| (k, b)))
-        {
-            let Ok(h) = Hasher::of(kind, prg.block(), be) else {
-                continue;
-            };
+        for (kind, be, h) in every_hasher(&mut prg) {
             for n in 0..13 {
                 let mut xs = vec![Block::ZERO; 2 * n];
                 prg.fill(&mut xs);
@@ -551,13 +554,7 @@ mod tests {
     #[test]
     fn consecutive_tweaks_hash_as_the_explicit_ones() {
         let mut prg = Prg::from_seed([0x24; 16]);
-        for (kind, be) in GcHash::ALL
-            .into_iter()
-            .flat_map(|k| [Backend::Portable, Backend::AesNi].map(|b| (k, b)))
-        {
-            let Ok(h) = Hasher::of(kind, prg.block(), be) else {
-                continue;
-            };
+        for (kind, be, h) in every_hasher(&mut prg) {
             for n in [0, 1, 15, 16, 17, 33, 64, 100] {
                 let starts = [
                     Block((1 << 127) | 5),

@@ -645,8 +645,8 @@ fn consecutive_groups<const P: usize>(
     full
 }
 
-/// MITCCRH under consecutive tweaks: `xs[i] = H(xs[i], t0 + i)` and, when `ys` is given
-/// with `offset`, `ys[i] = H(xs[i] ^ offset, t0 + i)` from the same key schedule (the OT
+/// MITCCRH under consecutive tweaks: `xs[i] = H(xs[i], t0 + i)` and, when `pair` is
+/// `(offset, ys)`, `ys[i] = H(xs[i] ^ offset, t0 + i)` from the same key schedule (the OT
 /// sender's two hashes of a row). Sixteen tweaks a group, their keys made together as
 /// a half-gates group's; the rest of the run through [`super::mitccrh`]. The low half of
 /// `t0` plus `xs.len()` must not pass 2^64 (the caller checks), nor may `ys` be shorter
