@@ -467,8 +467,8 @@ pub fn output_check(
     // Output i's tweak is CHECK_TWEAK | (first + i); h0 = H(W0), h1 = H(W0 ^ R).
     let mut h0 = zero_labels.to_vec();
     let mut h1 = vec![Block::ZERO; h0.len()];
-    let t0 = Block(CHECK_TWEAK | u128::from(first));
-    hasher.hash_consecutive_with_offset(&mut h0, delta, &mut h1, t0);
+    let tweak = Block(CHECK_TWEAK | u128::from(first));
+    hasher.hash_consecutive_with_offset(&mut h0, delta, &mut h1, tweak);
     for (i, &w0) in zero_labels.iter().enumerate() {
         let (t0, t1) = (h0[i].to_bytes(), h1[i].to_bytes());
         // `W0 ^ R` has the other colour (`lsb(R) = 1`).

@@ -158,8 +158,8 @@ impl Hasher {
     }
 
     /// `xs[i] = H(xs[i], t0 + i)`: [`Hasher::hash`] under consecutive tweaks (the OT
-    /// extension's and the output check's), with the MITCCRH key schedules of 16 tweaks made together where the
-    /// 512-bit kernels run.
+    /// extension's and the output check's), with the MITCCRH key schedules of 16 tweaks
+    /// made together where the 512-bit kernels run.
     pub fn hash_consecutive(&self, xs: &mut [Block], t0: Block) {
         self.consecutive(xs, t0, None);
     }

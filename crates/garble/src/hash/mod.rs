@@ -519,8 +519,6 @@ mod tests {
         assert_eq!(GcHash::from_id(3), None);
     }
 
-    /// `hash_pairs` is `hash` with each tweak used twice, on every backend and hash, for
-    /// every count of pairs (the AES-NI kernel's groups of four and their remainders).
     /// A hasher of each hash on each backend this CPU has, with a seed from `prg`.
     fn every_hasher(prg: &mut Prg) -> Vec<(GcHash, Backend, Hasher)> {
         GcHash::ALL
@@ -530,6 +528,8 @@ mod tests {
             .collect()
     }
 
+    /// `hash_pairs` is `hash` with each tweak used twice, on every backend and hash, for
+    /// every count of pairs (the AES-NI kernel's groups of four and their remainders).
     #[test]
     fn hash_pairs_is_hash_with_each_tweak_twice() {
         let mut prg = Prg::from_seed([0x42; 16]);

@@ -224,7 +224,8 @@ pub(super) fn chain_table(chains: &[(Chain, bool)]) -> Table {
 }
 
 /// The checks, on this machine's numbers. `headroom(key)`: the cores two spinning
-/// threads got before and after that chain's sweeps ([`two_thread_headroom`](super::two_thread_headroom)).
+/// threads got before and after that chain's sweeps
+/// ([`two_thread_headroom`](super::two_thread_headroom)).
 pub(super) fn checks(
     sweeps: &[Sweep],
     headroom: &dyn Fn(KeyKind) -> [f64; 2],
