@@ -11,8 +11,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -139,11 +138,6 @@ pub trait Channel {
     /// including read-ahead not yet returned by [`Channel::recv`]).
     fn wire_bytes_received(&self) -> u64 {
         self.bytes_received()
-    }
-    /// CPU time spent so far by threads the channel runs for this party
-    /// (a writer thread), which the party's own thread clock does not see.
-    fn helper_cpu(&self) -> Duration {
-        Duration::ZERO
     }
     /// Bytes that [`Channel::send_in_place`] takes now without starting a
     /// new buffer (at least [`MIN_SEND_ROOM`]): producers of bulk data size
@@ -283,9 +277,6 @@ impl<C: Channel + ?Sized> Channel for RoundTrips<'_, C> {
     fn wire_bytes_received(&self) -> u64 {
         self.inner.wire_bytes_received()
     }
-    fn helper_cpu(&self) -> Duration {
-        self.inner.helper_cpu()
-    }
     fn send_room(&self) -> usize {
         self.inner.send_room()
     }
@@ -364,9 +355,6 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     fn wire_bytes_received(&self) -> u64 {
         (**self).wire_bytes_received()
     }
-    fn helper_cpu(&self) -> Duration {
-        (**self).helper_cpu()
-    }
     fn send_room(&self) -> usize {
         (**self).send_room()
     }
@@ -382,14 +370,12 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     }
 }
 
-/// Write buffer size of [`TcpChannel`] (and the size of each block handed to
-/// its writer thread).
-pub const TCP_BUFFER: usize = 1 << 18;
-
-/// Blocks of [`TCP_BUFFER`] bytes the writer thread may hold before `send`
-/// waits: 1 MiB in flight at most (public for the predictions of a stage over
-/// a link: a sender runs this far ahead of its socket).
-pub const WRITER_DEPTH: usize = 4;
+/// Write buffer size of [`TcpChannel`]: a full block goes to the socket from the sending
+/// thread (public for the predictions of a stage over a link: a sender runs this far ahead
+/// of its socket). 64 KiB: a block the garbler has just filled is still in its core's L2
+/// cache when the kernel copies it, and a single evaluation's tables start across while
+/// it is garbled (`docs/gc-2pc.md`, "The garbler's sends on its own thread").
+pub const TCP_BUFFER: usize = 1 << 16;
 
 /// Reads of at least this many bytes go straight from the socket into the
 /// caller's buffer when nothing is buffered: no second copy.
@@ -403,42 +389,6 @@ const READ_BUFFER: usize = DIRECT_READ;
 
 /// Default timeout: how long a peer may stay silent.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The writer thread of a [`TcpChannel`]: full blocks go to it, so that the
-/// party that produces them (the garbler) keeps computing while the kernel
-/// copies the previous ones into the socket.
-#[derive(Debug)]
-struct Writer {
-    /// Blocks to write (each [`TCP_BUFFER`] long, with the length of its
-    /// filled part), in order.
-    tx: Option<mpsc::SyncSender<(Vec<u8>, usize)>>,
-    /// Written blocks, for reuse.
-    free: mpsc::Receiver<Vec<u8>>,
-    /// Shared with the thread.
-    state: Arc<WriterState>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-#[derive(Debug, Default)]
-struct WriterState {
-    /// Blocks handed over and not yet written.
-    in_flight: AtomicUsize,
-    /// Bytes the socket accepted from the thread.
-    written: AtomicU64,
-    /// The thread's CPU time, in nanoseconds, after its last block.
-    cpu_ns: AtomicU64,
-    /// The first write error, if any (later sends report it).
-    error: Mutex<Option<ChannelError>>,
-    /// The channel's deadline, which bounds the thread's writes too.
-    deadline: Mutex<Option<Deadline>>,
-}
-
-impl WriterState {
-    fn deadline(&self) -> Option<Deadline> {
-        // A poisoned lock still holds the last deadline set.
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// Writes all of `data`, each write waiting at most `timeout` and none past `deadline`
 /// (a peer that takes a byte now and then cannot stretch the whole beyond it); `wrote`
@@ -471,129 +421,26 @@ fn write_all_within(
     Ok(())
 }
 
-impl Writer {
-    fn spawn(
-        mut stream: TcpStream,
-        timeout: Duration,
-        deadline: Option<Deadline>,
-    ) -> io::Result<Writer> {
-        let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(WRITER_DEPTH);
-        let (free_tx, free) = mpsc::channel();
-        let state = Arc::new(WriterState {
-            deadline: Mutex::new(deadline),
-            ..WriterState::default()
-        });
-        let st = Arc::clone(&state);
-        let thread = std::thread::Builder::new()
-            .name("garble-writer".into())
-            .spawn(move || {
-                for (block, len) in rx {
-                    let failed = st.error.lock().map(|e| e.is_some()).unwrap_or(true);
-                    if !failed {
-                        let r = write_all_within(
-                            &mut stream,
-                            &block[..len],
-                            timeout,
-                            st.deadline(),
-                            |n| {
-                                st.written.fetch_add(n as u64, Ordering::Release);
-                            },
-                        );
-                        if let Err(e) = r
-                            && let Ok(mut slot) = st.error.lock()
-                        {
-                            *slot = Some(e);
-                        }
-                    }
-                    let cpu = u64::try_from(thread_cpu().as_nanos()).unwrap_or(u64::MAX);
-                    st.cpu_ns.store(cpu, Ordering::Release);
-                    st.in_flight.fetch_sub(1, Ordering::AcqRel);
-                    let _ = free_tx.send(block);
-                }
-            })?;
-        Ok(Writer {
-            tx: Some(tx),
-            free,
-            state,
-            thread: Some(thread),
-        })
-    }
-
-    /// The first write error of the thread.
-    fn check(&self) -> Result<(), ChannelError> {
-        match self.state.error.lock() {
-            Ok(e) => match e.as_ref() {
-                Some(e) => Err(e.again()),
-                None => Ok(()),
-            },
-            Err(_) => Err(ChannelError::Closed),
-        }
-    }
-
-    fn idle(&self) -> bool {
-        self.state.in_flight.load(Ordering::Acquire) == 0
-    }
-
-    /// Hands the first `len` bytes of `block` to the thread (waits while
-    /// [`WRITER_DEPTH`] blocks are queued) and returns a block to fill next.
-    fn push(&mut self, block: Vec<u8>, len: usize) -> Result<Vec<u8>, ChannelError> {
-        self.check()?;
-        let tx = self.tx.as_ref().ok_or(ChannelError::Closed)?;
-        self.state.in_flight.fetch_add(1, Ordering::AcqRel);
-        if tx.send((block, len)).is_err() {
-            return Err(ChannelError::Closed);
-        }
-        Ok(self
-            .free
-            .try_recv()
-            .unwrap_or_else(|_| vec![0u8; TCP_BUFFER]))
-    }
-
-    /// Waits until every block handed over is written.
-    fn drain(&mut self) {
-        while !self.idle() {
-            if let Ok(b) = self.free.recv_timeout(Duration::from_millis(50)) {
-                drop(b);
-            }
-            if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
-                break;
-            }
-        }
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        // Everything handed over is still written (each write bounded by
-        // the socket's timeout and the deadline), as a socket close would
-        // deliver it.
-        self.tx = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// A TCP connection with byte counters and timeouts.
 ///
-/// Writes: `send` appends to a 256 KiB block; a full block goes to a writer
-/// thread (started on first need), so that the sending party keeps computing
-/// while the kernel copies, with at most 1 MiB queued. `flush` writes the
-/// rest from the calling thread once the queue is empty: a protocol message
-/// on the latency path costs no thread wake-up, and after `flush` the
-/// socket's byte counter is exact. Reads:
-/// a 16 KiB read-ahead buffer, bypassed for reads of 16 KiB or more when it
-/// is empty (the garbled tables land in the evaluator's buffer with one copy).
-/// `TCP_NODELAY` is set: every flush is a segment now, not after Nagle's
-/// wait for the peer's (delayed) ACK.
+/// Writes: `send` appends to a 64 KiB block, and a full block goes to the socket
+/// from the calling thread; `flush` writes the rest. No writer thread: on the
+/// two cores the parties share, a thread that took the blocks over did not let
+/// the garbler compute more (both cores are busy either way) but cost two
+/// context switches a block and a colder copy (measured, `docs/gc-2pc.md`).
+/// The sender runs ahead of its peer by what the socket buffers hold (the
+/// kernel autotunes them). After `flush` the socket's byte counter is exact.
+/// Reads: a 16 KiB read-ahead buffer, bypassed for reads of 16 KiB or more
+/// when it is empty (the garbled tables land in the evaluator's buffer with one
+/// copy). `TCP_NODELAY` is set: every flush is a segment now, not after
+/// Nagle's wait for the peer's (delayed) ACK.
 ///
 /// Time: each blocking read or write waits at most the timeout; with a
 /// [`Deadline`] ([`Channel::set_deadline`]), none waits past it, and every
-/// read, write and block handed to the writer thread fails once it has passed.
+/// read and write fails once it has passed.
 #[derive(Debug)]
 pub struct TcpChannel {
     stream: TcpStream,
-    writer: Option<Writer>,
     /// The block being filled: [`TCP_BUFFER`] long, `wlen` bytes of it used.
     wbuf: Vec<u8>,
     wlen: usize,
@@ -602,8 +449,11 @@ pub struct TcpChannel {
     rlen: usize,
     sent: u64,
     received: u64,
-    /// Bytes the socket accepted from this thread (`write_all` returned).
+    /// Bytes the socket accepted (`write` returned).
     written: u64,
+    /// The first failed write: the stream has a hole from there on, so every later
+    /// send and flush fails with it.
+    broken: Option<ChannelError>,
     /// Bytes read from the socket.
     read: u64,
     timeout: Duration,
@@ -639,7 +489,6 @@ impl TcpChannel {
         setup(&stream).map_err(ChannelError::Io)?;
         Ok(TcpChannel {
             stream,
-            writer: None,
             wbuf: vec![0u8; TCP_BUFFER],
             wlen: 0,
             rbuf: vec![0u8; READ_BUFFER].into_boxed_slice(),
@@ -648,6 +497,7 @@ impl TcpChannel {
             sent: 0,
             received: 0,
             written: 0,
+            broken: None,
             read: 0,
             timeout,
             deadline: None,
@@ -713,42 +563,29 @@ impl TcpChannel {
         TcpChannel::accept(&l, timeout)
     }
 
-    /// Hands the write buffer (full, or as full as a piece for
-    /// [`Channel::send_in_place`] allows) to the writer thread, starting it
-    /// on first use.
-    fn push_block(&mut self) -> Result<(), ChannelError> {
-        wait_for(self.timeout, self.deadline)?;
-        if self.writer.is_none() {
-            let s = self.stream.try_clone().map_err(ChannelError::Io)?;
-            let w = Writer::spawn(s, self.timeout, self.deadline).map_err(ChannelError::Io)?;
-            self.writer = Some(w);
-        }
-        if let Some(w) = self.writer.as_mut() {
-            let block = std::mem::take(&mut self.wbuf);
-            let len = std::mem::take(&mut self.wlen);
-            match w.push(block, len) {
-                Ok(next) => self.wbuf = next,
-                Err(e) => {
-                    // The block is gone with the connection; later sends
-                    // still need a block to fail on, not an empty buffer.
-                    self.wbuf = vec![0u8; TCP_BUFFER];
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes `data` from this thread, after everything queued before it.
-    fn write_inline(&mut self, data: &[u8]) -> Result<(), ChannelError> {
-        if let Some(w) = self.writer.as_mut() {
-            w.drain();
-            w.check()?;
+    /// Writes the filled part of the write buffer (full, or as full as a piece for
+    /// [`Channel::send_in_place`] allows) and empties it; fails once the deadline has
+    /// passed, with or without bytes to write, and after any failed write.
+    fn write_block(&mut self) -> Result<(), ChannelError> {
+        // Consumed either way: after a failure nothing more goes out.
+        let len = std::mem::take(&mut self.wlen);
+        if let Some(e) = &self.broken {
+            return Err(e.again());
         }
         let written = &mut self.written;
-        write_all_within(&mut self.stream, data, self.timeout, self.deadline, |n| {
-            *written += n as u64;
-        })
+        let r = wait_for(self.timeout, self.deadline).and_then(|_| {
+            write_all_within(
+                &mut self.stream,
+                &self.wbuf[..len],
+                self.timeout,
+                self.deadline,
+                |n| *written += n as u64,
+            )
+        });
+        if let Err(e) = &r {
+            self.broken = Some(e.again());
+        }
+        r
     }
 
     /// One read from the socket: at most the timeout, never past the deadline.
@@ -785,7 +622,7 @@ impl Channel for TcpChannel {
             self.wlen += k;
             data = &data[k..];
             if self.wlen == TCP_BUFFER {
-                self.push_block()?;
+                self.write_block()?;
             }
         }
         Ok(())
@@ -809,13 +646,13 @@ impl Channel for TcpChannel {
             return send_copied(self, n, fill);
         }
         if n > TCP_BUFFER - self.wlen {
-            self.push_block()?;
+            self.write_block()?;
         }
         fill(&mut self.wbuf[self.wlen..self.wlen + n]);
         self.wlen += n;
         self.sent += n as u64;
         if self.wlen == TCP_BUFFER {
-            self.push_block()?;
+            self.write_block()?;
         }
         Ok(())
     }
@@ -845,15 +682,9 @@ impl Channel for TcpChannel {
         Ok(())
     }
 
-    /// Returns when the socket has accepted every byte sent so far: blocks
-    /// queued for the writer thread first, then the rest from this thread
-    /// (a small protocol message on the latency path needs no hand-over).
+    /// Returns when the socket has accepted every byte sent so far.
     fn flush(&mut self) -> Result<(), ChannelError> {
-        let buf = std::mem::take(&mut self.wbuf);
-        let r = self.write_inline(&buf[..self.wlen]);
-        self.wbuf = buf;
-        self.wlen = 0;
-        r
+        self.write_block()
     }
 
     fn bytes_sent(&self) -> u64 {
@@ -866,34 +697,16 @@ impl Channel for TcpChannel {
 
     fn wire_bytes_sent(&self) -> u64 {
         self.written
-            + self
-                .writer
-                .as_ref()
-                .map_or(0, |w| w.state.written.load(Ordering::Acquire))
     }
 
     fn wire_bytes_received(&self) -> u64 {
         self.read
     }
 
-    fn helper_cpu(&self) -> Duration {
-        Duration::from_nanos(
-            self.writer
-                .as_ref()
-                .map_or(0, |w| w.state.cpu_ns.load(Ordering::Acquire)),
-        )
-    }
-
-    /// Keeps `deadline` for this thread's reads and writes and the writer thread's; the
-    /// socket's timeouts go back to the full timeout (a read or write cuts them again
+    /// Keeps `deadline` for the reads and writes; the socket's timeouts go back to the full timeout (a read or write cuts them again
     /// when the deadline is nearer).
     fn set_deadline(&mut self, deadline: Option<Deadline>) {
         self.deadline = deadline;
-        if let Some(w) = &self.writer
-            && let Ok(mut d) = w.state.deadline.lock()
-        {
-            *d = deadline;
-        }
         // Best effort: were these to fail, a cut timeout stays, which is only shorter.
         let _ = self.stream.set_read_timeout(Some(self.timeout));
         let _ = self.stream.set_write_timeout(Some(self.timeout));
@@ -1173,8 +986,8 @@ mod tests {
         trickler.join().unwrap();
     }
 
-    /// A peer that reads nothing: writes fail by the deadline, through the writer thread
-    /// and from this thread alike, long before the 10 s write timeout.
+    /// A peer that reads nothing: writes of full blocks and flushes alike fail by the
+    /// deadline, long before the 10 s write timeout.
     #[test]
     fn tcp_deadline_bounds_writes_to_a_peer_that_does_not_read() {
         let (mut a, b) = tcp_pair(Duration::from_secs(10));
@@ -1183,7 +996,7 @@ mod tests {
         let block = vec![1u8; TCP_BUFFER];
         let mut err = None;
         // 128 MiB: far more than the socket buffers hold.
-        for _ in 0..512 {
+        for _ in 0..(128 << 20) / TCP_BUFFER {
             if let Err(e) = a.send(&block) {
                 err = Some(e);
                 break;
@@ -1192,7 +1005,11 @@ mod tests {
         let err = err.or_else(|| a.flush().err());
         assert!(matches!(err, Some(ChannelError::Deadline(_))), "{err:?}");
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
-        // Later sends and flushes report it too.
+        // Later sends and flushes report it too, even without the deadline: the
+        // stream has a hole where the failed block was.
+        assert!(matches!(a.flush(), Err(ChannelError::Deadline(_))));
+        a.set_deadline(None);
+        assert!(matches!(a.send(&block), Err(ChannelError::Deadline(_))));
         assert!(matches!(a.flush(), Err(ChannelError::Deadline(_))));
         drop(b);
     }
@@ -1209,8 +1026,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
         /// Messages of any size (through the write buffer, copied or written
-        /// in place, the writer thread, the read-ahead buffer and direct
-        /// reads) arrive whole and in order, with exact counters after `flush`.
+        /// in place, whole blocks, the read-ahead buffer and direct reads) arrive whole and in order, with exact counters after `flush`.
         #[test]
         fn tcp_messages_arrive_in_order(
             sizes in proptest::collection::vec(
@@ -1263,12 +1079,12 @@ mod tests {
     }
 
     #[test]
-    fn tcp_writer_thread_reports_a_closed_peer() {
+    fn tcp_sends_report_a_closed_peer() {
         let (mut a, b) = tcp_pair(Duration::from_secs(5));
         drop(b);
         let block = vec![1u8; TCP_BUFFER];
         // The first blocks may fit in the socket buffers; within a few MiB
-        // the writer thread's error (reset or broken pipe) comes back.
+        // the socket's error (reset or broken pipe) comes back.
         let mut err = None;
         for _ in 0..64 {
             if let Err(e) = a.send(&block).and_then(|()| a.flush()) {
@@ -1279,9 +1095,9 @@ mod tests {
         assert!(matches!(err, Some(ChannelError::Closed)), "{err:?}");
     }
 
-    /// Without a flush, the writer thread's error comes back from a later
-    /// send; the sends after it, copied or in place, fail the same way
-    /// (no panic on the block that went down with the connection).
+    /// Without a flush, the error comes back from a send that fills a block;
+    /// the sends after it, copied or in place, fail the same way (no panic on
+    /// the block that went down with the connection).
     #[test]
     fn tcp_sends_after_a_write_error_fail_cleanly() {
         let (mut a, b) = tcp_pair(Duration::from_secs(5));

@@ -189,7 +189,7 @@ pub struct StageReport {
     /// one): over loopback, the compute behind [`StageReport::tail_sent`], during which a
     /// link already carries those bytes.
     pub tail_time: Duration,
-    /// This party's CPU time in it: its thread's and its channel's writer thread's. Measured
+    /// This party's CPU time in it (its thread's: the channel writes from it too). Measured
     /// in computations of one evaluation only (single-shot sessions, the streamed circuits):
     /// a thread's CPU clock is a system call (740-840 ns on the dev VM), and a bulk
     /// computation enters three stages per evaluation. Beside [`StageReport::time`] it
@@ -457,11 +457,6 @@ impl Counters {
     }
 }
 
-/// A party's CPU time so far: its thread's and its channel's helper's.
-fn party_cpu<C: Channel>(ch: &C) -> Duration {
-    thread_cpu() + ch.helper_cpu()
-}
-
 impl Stages {
     /// Empty stages; `cpu`: measure each stage's CPU time ([`StageReport::cpu`]).
     pub(crate) fn new(cpu: bool) -> Stages {
@@ -491,7 +486,7 @@ impl Stages {
     pub(crate) fn enter<C: Channel>(&mut self, s: Stage, ch: &C) {
         self.close(ch);
         self.enters.enter(s);
-        let cpu = self.cpu.then(|| party_cpu(ch));
+        let cpu = self.cpu.then(thread_cpu);
         self.cur = Some((s, Instant::now(), Counters::of(ch), cpu));
     }
 
@@ -503,7 +498,7 @@ impl Stages {
 
     pub(crate) fn close<C: Channel>(&mut self, ch: &C) {
         if let Some((s, t, at, cpu)) = self.cur.take() {
-            let cpu = cpu.map(|c0| party_cpu(ch).saturating_sub(c0));
+            let cpu = cpu.map(|c0| thread_cpu().saturating_sub(c0));
             let end = Instant::now();
             let now = Counters::of(ch);
             let d = now.since(at);
@@ -777,27 +772,24 @@ fn check_header(
     Ok(seed)
 }
 
-/// Where a party's clocks started: wall time, its thread's CPU time and its
-/// channel's helper CPU time.
+/// Where a party's clocks started: wall time and its thread's CPU time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Clocks {
     pub(crate) wall: Instant,
     cpu: Duration,
-    helper: Duration,
 }
 
 impl Clocks {
-    pub(crate) fn start<C: Channel>(ch: &C) -> Clocks {
+    pub(crate) fn start() -> Clocks {
         Clocks {
             wall: Instant::now(),
             cpu: thread_cpu(),
-            helper: ch.helper_cpu(),
         }
     }
 
     /// CPU time spent since the start.
-    pub(crate) fn busy<C: Channel>(&self, ch: &C) -> Duration {
-        thread_cpu().saturating_sub(self.cpu) + ch.helper_cpu().saturating_sub(self.helper)
+    pub(crate) fn busy(&self) -> Duration {
+        thread_cpu().saturating_sub(self.cpu)
     }
 }
 
@@ -973,7 +965,7 @@ impl GarblerSession {
         seq: u64,
     ) -> Result<SessionOutput, SessionError> {
         let ch = &mut RoundTrips::new(ch);
-        let clocks = Clocks::start(ch);
+        let clocks = Clocks::start();
         let t0 = clocks.wall;
         let c0 = Counters::of(ch);
         let mut st = Stages::new(inputs.len() == 1);
@@ -1060,7 +1052,7 @@ impl GarblerSession {
                 st,
                 t0,
                 moved,
-                clocks.busy(ch),
+                clocks.busy(),
                 compile,
             ),
         })
@@ -1170,7 +1162,7 @@ impl EvaluatorSession {
         seq: u64,
     ) -> Result<SessionOutput, SessionError> {
         let ch = &mut RoundTrips::new(ch);
-        let clocks = Clocks::start(ch);
+        let clocks = Clocks::start();
         let t0 = clocks.wall;
         let c0 = Counters::of(ch);
         let mut st = Stages::new(inputs.len() == 1);
@@ -1286,7 +1278,7 @@ impl EvaluatorSession {
                 st,
                 t0,
                 moved,
-                clocks.busy(ch),
+                clocks.busy(),
                 compile,
             ),
         })

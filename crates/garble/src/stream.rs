@@ -810,7 +810,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
 ) -> Result<SessionOutput, SessionError> {
     apply_deadline(opts.deadline, ch);
     let ch = &mut RoundTrips::new(ch);
-    let clocks = Clocks::start(ch);
+    let clocks = Clocks::start();
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);
     let mut st = Stages::new(true);
@@ -876,7 +876,7 @@ pub fn run_garbler<C: Channel, G: Generator>(
             st,
             t0,
             moved,
-            clocks.busy(ch),
+            clocks.busy(),
         ),
     })
 }
@@ -890,7 +890,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
 ) -> Result<SessionOutput, SessionError> {
     apply_deadline(opts.deadline, ch);
     let ch = &mut RoundTrips::new(ch);
-    let clocks = Clocks::start(ch);
+    let clocks = Clocks::start();
     let t0 = clocks.wall;
     let c0 = Counters::of(ch);
     let mut st = Stages::new(true);
@@ -974,7 +974,7 @@ pub fn run_evaluator<C: Channel, G: Generator>(
             st,
             t0,
             moved,
-            clocks.busy(ch),
+            clocks.busy(),
         ),
     })
 }

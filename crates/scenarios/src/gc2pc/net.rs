@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use garble::channel::{TCP_BUFFER, WRITER_DEPTH};
+use garble::channel::TCP_BUFFER;
 use garble::link::{Choice, Net, ParamValue, Profile};
 use garble::session::{SessionReport, Stage};
 use garble::trace::StartTrace;
@@ -136,8 +136,8 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
                  its depth (1 ms of bytes, at least 64 KiB) through at once, which puts a short \
                  transfer's rate above the profile's. Sender lead: how long the last byte \
                  arrived after the sender's last write returned; the queue is the lead less \
-                 the one-way delay, plus the 1.25 MiB a session's channel holds beyond its \
-                 socket: the time a streaming sender runs ahead of its bytes, which the stage \
+                 the one-way delay, plus the 64 KiB block a session's channel fills before \
+                 it writes: the time a streaming sender runs ahead of its bytes, which the stage \
                  predictions carry into the next stage."
                     .to_owned(),
             ),
@@ -244,10 +244,10 @@ pub struct Model {
 
 impl Model {
     /// The model of `profile` whose sender ran `lead` ahead of its last byte's arrival
-    /// (a plain socket's writes), plus the blocks a session's channel holds beyond its
-    /// socket (its writer thread's queue and the block it writes).
+    /// (a plain socket's writes), plus the block a session's channel fills before it
+    /// writes.
     pub fn new(profile: Profile, lead: Duration) -> Model {
-        let channel = ((WRITER_DEPTH + 1) * TCP_BUFFER) as f64;
+        let channel = TCP_BUFFER as f64;
         let ahead = profile
             .rate_bytes_per_s()
             .map_or(Duration::ZERO, |r| Duration::from_secs_f64(channel / r));
@@ -298,9 +298,7 @@ impl Model {
     ///   trace: as over loopback, plus one delay for the evaluator's token);
     /// * and no such stage is predicted shorter than its CPU time over loopback
     ///   ([`Compute::cpu`], where measured): that work is the party's whatever the link, and
-    ///   before garbling it is its own thread's (the channel writes its flushes inline; its
-    ///   writer thread, whose CPU is counted too, streams the tables, so from Garble on the
-    ///   CPU of two threads is no floor for the time). The replay counts a receive whose
+    ///   before garbling it is its own thread's. The replay counts a receive whose
     ///   bytes have already arrived as free, and over loopback such a receive held a
     ///   wake-up and a copy: without the floor, the garbler's Peer Inputs of a single-shot
     ///   AES-128 session over `lan` was predicted at 38.5 µs, under the 80 µs of CPU it
@@ -492,7 +490,7 @@ mod tests {
         // Garble: 2.5 MB out and 1.25 MB back at 25 MB/s, no round trip: 150 ms, which the
         // 6 ms of compute overlap; with no queue, nothing carries into Result.
         let over = report([0; 6], [0, 1, 0, 1, 0, 1], [0, 80, 0, 0, 2_500_000, 0]);
-        let ahead = 5.0 * 262_144.0 / 25e6;
+        let ahead = 65_536.0 / 25e6;
         let p = Model {
             profile: wan.clone(),
             queue: Duration::ZERO,
