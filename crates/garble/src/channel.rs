@@ -377,6 +377,15 @@ impl<C: Channel + ?Sized> Channel for &mut C {
 /// it is garbled (`docs/gc-2pc.md`, "The garbler's sends on its own thread").
 pub const TCP_BUFFER: usize = 1 << 16;
 
+/// Room past [`TCP_BUFFER`] in the write buffer for small messages: one that does not fit
+/// in the block is appended there and written with the block by the next send that
+/// needs room (or a flush), so that a protocol message between two stretches of tables
+/// (a bulk session's input labels, its outputs) never waits for the socket itself. Over a
+/// link, whichever send found the block full waited for the backlog of tables before it:
+/// the Peer Inputs stage of a 256-evaluation AES-128 bulk session over `lan` wrote a block
+/// in about a third of its evaluations and took 52-66 ms against 16 ms.
+const SPILL: usize = 1 << 14;
+
 /// Reads of at least this many bytes go straight from the socket into the
 /// caller's buffer when nothing is buffered: no second copy.
 const DIRECT_READ: usize = 1 << 14;
@@ -424,7 +433,9 @@ fn write_all_within(
 /// A TCP connection with byte counters and timeouts.
 ///
 /// Writes: `send` appends to a 64 KiB block, and a full block goes to the socket
-/// from the calling thread; `flush` writes the rest. No writer thread: on the
+/// from the calling thread; a small message that does not fit waits in a spill
+/// room for the next write, so that it never waits for the socket itself
+/// ([`SPILL`]); `flush` writes the rest. No writer thread: on the
 /// two cores the parties share, a thread that took the blocks over did not let
 /// the garbler compute more (both cores are busy either way) but cost two
 /// context switches a block and a colder copy (measured, `docs/gc-2pc.md`).
@@ -441,7 +452,8 @@ fn write_all_within(
 #[derive(Debug)]
 pub struct TcpChannel {
     stream: TcpStream,
-    /// The block being filled: [`TCP_BUFFER`] long, `wlen` bytes of it used.
+    /// The block being filled: [`TCP_BUFFER`] long and [`SPILL`] more, `wlen` bytes of it
+    /// used.
     wbuf: Vec<u8>,
     wlen: usize,
     rbuf: Box<[u8]>,
@@ -489,7 +501,7 @@ impl TcpChannel {
         setup(&stream).map_err(ChannelError::Io)?;
         Ok(TcpChannel {
             stream,
-            wbuf: vec![0u8; TCP_BUFFER],
+            wbuf: vec![0u8; TCP_BUFFER + SPILL],
             wlen: 0,
             rbuf: vec![0u8; READ_BUFFER].into_boxed_slice(),
             rpos: 0,
@@ -614,16 +626,26 @@ impl TcpChannel {
 }
 
 impl Channel for TcpChannel {
+    /// A message of at most [`SPILL`] bytes that fits in the block's spill room is
+    /// appended without a write: it goes out with the next block or flush.
     fn send(&mut self, mut data: &[u8]) -> Result<(), ChannelError> {
         self.sent += data.len() as u64;
+        if data.len() <= SPILL && self.wlen + data.len() <= self.wbuf.len() {
+            self.wbuf[self.wlen..self.wlen + data.len()].copy_from_slice(data);
+            self.wlen += data.len();
+            return Ok(());
+        }
         while !data.is_empty() {
+            if self.wlen >= TCP_BUFFER {
+                self.write_block()?;
+            }
             let k = (TCP_BUFFER - self.wlen).min(data.len());
             self.wbuf[self.wlen..self.wlen + k].copy_from_slice(&data[..k]);
             self.wlen += k;
             data = &data[k..];
-            if self.wlen == TCP_BUFFER {
-                self.write_block()?;
-            }
+        }
+        if self.wlen == TCP_BUFFER {
+            self.write_block()?;
         }
         Ok(())
     }
@@ -631,7 +653,7 @@ impl Channel for TcpChannel {
     /// What is left of the block, or a whole block if less than
     /// [`MIN_SEND_ROOM`] is left (the next piece starts a new one).
     fn send_room(&self) -> usize {
-        match TCP_BUFFER - self.wlen {
+        match TCP_BUFFER.saturating_sub(self.wlen) {
             left if left >= MIN_SEND_ROOM => left,
             _ => TCP_BUFFER,
         }
@@ -645,7 +667,7 @@ impl Channel for TcpChannel {
         if n > TCP_BUFFER {
             return send_copied(self, n, fill);
         }
-        if n > TCP_BUFFER - self.wlen {
+        if n > TCP_BUFFER.saturating_sub(self.wlen) {
             self.write_block()?;
         }
         fill(&mut self.wbuf[self.wlen..self.wlen + n]);
@@ -1076,6 +1098,30 @@ mod tests {
             proptest::prop_assert!(same);
             proptest::prop_assert_eq!((got, wire), (total, total));
         }
+    }
+
+    /// A small message that does not fit in the block spills past it without a write;
+    /// the next piece of tables writes both, and everything arrives in order.
+    #[test]
+    fn tcp_small_messages_spill_and_wait_for_the_next_write() {
+        let (mut a, mut b) = tcp_pair(Duration::from_secs(10));
+        let first: Vec<u8> = (0..TCP_BUFFER - 10).map(|i| i as u8).collect();
+        a.send(&first).unwrap();
+        a.send(&[9u8; 100]).unwrap();
+        assert_eq!(a.wire_bytes_sent(), 0, "the small message wrote the block");
+        a.send_in_place(4096, &mut |t| t.fill(5)).unwrap();
+        assert_eq!(a.wire_bytes_sent(), (TCP_BUFFER + 90) as u64);
+        a.flush().unwrap();
+        let total = TCP_BUFFER + 90 + 4096;
+        assert_eq!(
+            (a.bytes_sent(), a.wire_bytes_sent()),
+            (total as u64, total as u64)
+        );
+        let mut got = vec![0u8; total];
+        b.recv(&mut got).unwrap();
+        assert_eq!(&got[..first.len()], &first[..]);
+        assert!(got[first.len()..first.len() + 100].iter().all(|&x| x == 9));
+        assert!(got[first.len() + 100..].iter().all(|&x| x == 5));
     }
 
     #[test]
