@@ -577,7 +577,7 @@ impl TcpChannel {
 
     /// Writes the filled part of the write buffer (full, or as full as a piece for
     /// [`Channel::send_in_place`] allows) and empties it; fails once the deadline has
-    /// passed, with or without bytes to write, and after any failed write.
+    /// passed, with or without bytes to write, and after a write that failed.
     fn write_block(&mut self) -> Result<(), ChannelError> {
         // Consumed either way: after a failure nothing more goes out.
         let len = std::mem::take(&mut self.wlen);
@@ -594,7 +594,10 @@ impl TcpChannel {
                 |n| *written += n as u64,
             )
         });
-        if let Err(e) = &r {
+        // A failure with bytes to write leaves a hole in the stream.
+        if let Err(e) = &r
+            && len > 0
+        {
             self.broken = Some(e.again());
         }
         r
