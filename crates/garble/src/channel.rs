@@ -728,8 +728,8 @@ impl Channel for TcpChannel {
         self.read
     }
 
-    /// Keeps `deadline` for the reads and writes; the socket's timeouts go back to the full timeout (a read or write cuts them again
-    /// when the deadline is nearer).
+    /// Keeps `deadline` for the reads and writes; the socket's timeouts go back to the full
+    /// timeout (a read or write cuts them again when the deadline is nearer).
     fn set_deadline(&mut self, deadline: Option<Deadline>) {
         self.deadline = deadline;
         // Best effort: were these to fail, a cut timeout stays, which is only shorter.
@@ -1051,7 +1051,9 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
         /// Messages of any size (through the write buffer, copied or written
-        /// in place, whole blocks, the read-ahead buffer and direct reads) arrive whole and in order, with exact counters after `flush`.
+        /// in place, whole blocks, the spill room, the read-ahead buffer and
+        /// direct reads) arrive whole and in order, with exact counters after
+        /// `flush`.
         #[test]
         fn tcp_messages_arrive_in_order(
             sizes in proptest::collection::vec(

@@ -182,22 +182,27 @@ impl Hasher {
         self.consecutive(xs, t0, Some((offset, ys)));
     }
 
-    /// [`Hasher::hash_consecutive`], and with `pair` its `_with_offset` twin.
-    fn consecutive(&self, xs: &mut [Block], t0: Block, pair: Option<(Block, &mut [Block])>) {
+    /// [`Hasher::hash_consecutive`], and with `pair` its `_with_offset` twin: the whole
+    /// groups of the 512-bit MITCCRH kernel where it runs, the rest through
+    /// [`Hasher::hash`].
+    fn consecutive(&self, xs: &mut [Block], t0: Block, mut pair: Option<(Block, &mut [Block])>) {
+        let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if let Some(seed) = self.seed
             && self.zmm
             && (t0.0 as u64).checked_add(xs.len() as u64).is_some()
         {
+            let pair = pair.as_mut().map(|(offset, ys)| (*offset, &mut **ys));
             // SAFETY: `zmm` is set only where AES-NI, VAES and AVX-512F/VL/BW/DQ were
             // detected at run time; the tweaks' low halves do not pass 2^64 (checked).
-            return unsafe { ni::zmm::mitccrh_consecutive(seed, t0, xs, pair) };
+            done = unsafe { ni::zmm::mitccrh_consecutive(seed, t0, xs, pair) };
         }
-        let tweaks: Vec<Block> = (0..xs.len())
+        let xs = &mut xs[done..];
+        let tweaks: Vec<Block> = (done..done + xs.len())
             .map(|i| Block(t0.0.wrapping_add(i as u128)))
             .collect();
         if let Some((offset, ys)) = pair {
-            let ys = &mut ys[..xs.len()];
+            let ys = &mut ys[done..done + xs.len()];
             for (y, x) in ys.iter_mut().zip(xs.iter()) {
                 *y = *x ^ offset;
             }

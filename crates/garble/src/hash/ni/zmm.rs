@@ -645,45 +645,31 @@ fn consecutive_groups<const P: usize>(
     full
 }
 
-/// MITCCRH under consecutive tweaks: `xs[i] = H(xs[i], t0 + i)` and, when `pair` is
-/// `(offset, ys)`, `ys[i] = H(xs[i] ^ offset, t0 + i)` from the same key schedule (the OT
-/// sender's two hashes of a row). Sixteen tweaks a group, their keys made together as
-/// a half-gates group's; the rest of the run through [`super::mitccrh`]. The low half of
-/// `t0` plus `xs.len()` must not pass 2^64 (the caller checks), nor may `ys` be shorter
-/// than `xs`.
+/// MITCCRH under consecutive tweaks, the whole groups of sixteen of a run: `xs[i] =
+/// H(xs[i], t0 + i)` and, when `pair` is `(offset, ys)`, `ys[i] = H(xs[i] ^ offset, t0 + i)`
+/// from the same key schedule (the OT sender's two hashes of a row), their keys made
+/// together as a half-gates group's. Returns how many blocks it did (a multiple of
+/// sixteen); the caller hashes the rest. The low half of `t0` plus `xs.len()` must not
+/// pass 2^64 (the caller checks), nor may `ys` be shorter than `xs`.
 #[target_feature(enable = "aes,sse2,ssse3,avx2,vaes,avx512f,avx512vl,avx512bw,avx512dq")]
 pub(in crate::hash) fn mitccrh_consecutive(
     seed: Block,
     t0: Block,
     xs: &mut [Block],
-    mut pair: Option<(Block, &mut [Block])>,
-) {
+    pair: Option<(Block, &mut [Block])>,
+) -> usize {
     align_frame!();
     let (hi, lo) = ((t0.0 >> 64) as u64, t0.0 as u64);
     assert!(
         lo.checked_add(xs.len() as u64).is_some(),
         "tweaks past 2^64"
     );
-    let done = match pair {
+    match pair {
         None => consecutive_groups::<1>(seed, (hi, lo), xs, Block::ZERO, &mut []),
-        Some((offset, ref mut ys)) => {
+        Some((offset, ys)) => {
             let ys = &mut ys[..xs.len()];
-            let done = consecutive_groups::<2>(seed, (hi, lo), xs, offset, ys);
-            for (y, x) in ys[done..].iter_mut().zip(&xs[done..]) {
-                *y = *x ^ offset;
-            }
-            done
+            consecutive_groups::<2>(seed, (hi, lo), xs, offset, ys)
         }
-    };
-    // The rest, fewer than `RUN_BLOCKS`.
-    let mut tweaks = [Block::ZERO; RUN_BLOCKS];
-    let tweaks = &mut tweaks[..xs.len() - done];
-    for (i, t) in tweaks.iter_mut().enumerate() {
-        *t = Block(t0.0 + (done + i) as u128);
-    }
-    super::mitccrh(seed, &mut xs[done..], tweaks);
-    if let Some((_, ys)) = pair {
-        super::mitccrh(seed, &mut ys[done..xs.len()], tweaks);
     }
 }
 
