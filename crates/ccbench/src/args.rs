@@ -332,8 +332,8 @@ pub struct PartyArgs {
     #[arg(long, value_name = "PATH")]
     pub input_file: Option<PathBuf>,
     /// Evaluations of the circuit in this session (the same input each time): bulk mode. The
-    /// OT extension for all of them runs at once, at about 100 bytes per evaluator input bit
-    /// of every evaluation (AES-128: 15 KB an evaluation); a count that needs more than half
+    /// OT extension for all of them runs at once, at about 32 bytes per evaluator input bit
+    /// of every evaluation (AES-128: 4.4 KB an evaluation); a count that needs more than half
     /// the memory available now is refused.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub evaluations: u32,

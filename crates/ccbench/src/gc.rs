@@ -390,7 +390,7 @@ fn print_stats(spec: &str, s: &garble::Stats) {
 /// take more than half the memory this machine has available now: the OT extension for
 /// all evaluations' inputs runs at once ([`session::bulk_memory_bytes`]), and a session's two
 /// parties often share one machine. Without the check the kernel's OOM killer ends the
-/// process mid-session (1,000,000 AES-128 evaluations: 14 GB in the garbler alone).
+/// process mid-session (1,000,000 AES-128 evaluations: 4.4 GB in each party).
 fn check_memory(c: &Circuit, n: u64, role: Party) -> Result<()> {
     let need = session::bulk_memory_bytes(c, n, role);
     let Some(available) = measure::env::available_memory_bytes() else {

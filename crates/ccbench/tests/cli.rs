@@ -518,7 +518,7 @@ fn an_errors_cause_is_printed_once() {
 /// instead of the kernel's OOM killer ending the party mid-session.
 #[test]
 fn gc_evaluations_that_would_not_fit_in_memory_are_refused() {
-    // mul1024: 1,024 evaluator input bits, about 115 GB for a million evaluations.
+    // mul1024: 1,024 evaluator input bits, about 36 GB for a million evaluations.
     let input = "00".repeat(128);
     for (role, peer) in [("garble", "--listen"), ("evaluate", "--connect")] {
         let addr = format!("127.0.0.1:{}", free_port());

@@ -442,18 +442,27 @@ pub(crate) fn transpose128(a: &mut [u128; 128]) {
     }
 }
 
-/// Columns (128 of them, `blocks` blocks each) to rows (`128 * blocks` rows).
-fn columns_to_rows(cols: &[Vec<Block>], blocks: usize) -> Vec<Block> {
-    let mut rows = Vec::with_capacity(128 * blocks);
+/// Blocks of each of the 128 columns that the extension transposes and hashes at a time
+/// (4,096 OTs): its scratch is at most 256 KiB whatever the count of OTs, so a bulk
+/// session's extension for thousands of evaluations holds, besides its output, only the
+/// received or kept matrix (16 bytes an OT each) and not three or four more copies of it.
+const CHUNK_BLOCKS: usize = 32;
+
+/// Rows `128 b0 ..` of the matrix whose 128 columns of `cb` blocks each are
+/// `cols[j * cb .. (j + 1) * cb]`, the blocks `b0 .. b0 + cb` of the whole matrix's columns:
+/// into `rows` (`128 cb` rows).
+fn columns_to_rows(cols: &[Block], cb: usize, rows: &mut [Block]) {
+    debug_assert!(cols.len() == KAPPA * cb && rows.len() == KAPPA * cb);
     let mut m = [0u128; 128];
-    for rb in 0..blocks {
-        for (j, c) in cols.iter().enumerate() {
-            m[j] = c[rb].0;
+    for (rb, out) in rows.chunks_exact_mut(KAPPA).enumerate() {
+        for (j, x) in m.iter_mut().enumerate() {
+            *x = cols[j * cb + rb].0;
         }
         transpose128(&mut m);
-        rows.extend(m.iter().map(|&x| Block(x)));
+        for (o, &x) in out.iter_mut().zip(&m) {
+            *o = Block(x);
+        }
     }
-    rows
 }
 
 const OT_TWEAK: u128 = 1 << 127;
@@ -486,15 +495,15 @@ impl std::fmt::Debug for IknpReceiver {
 }
 
 /// The sender's memory at the peak of [`IknpSender::send_correlated`], in bytes per OT:
-/// seven 16-byte values of each OT are held at once (the receiver's matrix, its columns and
-/// rows, the tweaks, both hashed labels and the answer). A session's OT extension covers
-/// every evaluation's evaluator inputs at once (`crate::session::bulk_memory_bytes`).
-pub const SENDER_BYTES_PER_OT: u64 = 7 * 16;
+/// two 16-byte values of each OT are held at once (the receiver's matrix and the zero
+/// labels), besides a scratch of at most 256 KiB (`CHUNK_BLOCKS`). A session's OT extension
+/// covers every evaluation's evaluator inputs at once (`crate::session::bulk_memory_bytes`).
+pub const SENDER_BYTES_PER_OT: u64 = 2 * 16;
 
 /// The receiver's memory at the peak of [`IknpReceiver::receive_correlated`], in bytes per
-/// OT: six 16-byte values (its columns, its matrix, the rows, the tweaks, the sender's
-/// answer and the labels).
-pub const RECEIVER_BYTES_PER_OT: u64 = 6 * 16;
+/// OT: two 16-byte values (its matrix's columns and the labels), besides a scratch of at
+/// most 192 KiB.
+pub const RECEIVER_BYTES_PER_OT: u64 = 2 * 16;
 
 impl IknpSender {
     /// Runs the 128 base OTs (as their receiver).
@@ -517,37 +526,61 @@ impl IknpSender {
         delta: Block,
         m: usize,
     ) -> Result<Vec<Block>, OtError> {
+        self.send_correlated_in(ch, hasher, delta, m, CHUNK_BLOCKS)
+    }
+
+    /// [`IknpSender::send_correlated`], the matrix transposed and hashed `chunk` blocks of
+    /// its columns at a time (the same output and bytes for any `chunk`, tested).
+    fn send_correlated_in<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        hasher: &Hasher,
+        delta: Block,
+        m: usize,
+        chunk: usize,
+    ) -> Result<Vec<Block>, OtError> {
         if m == 0 {
             return Ok(Vec::new());
         }
         let blocks = m.div_ceil(128);
         let mut u = vec![0u8; 16 * blocks * KAPPA];
         ch.recv(&mut u)?;
-        let mut cols = Vec::with_capacity(KAPPA);
-        for (j, prg) in self.prgs.iter_mut().enumerate() {
-            let mut q = vec![Block::ZERO; blocks];
-            prg.fill(&mut q);
-            let sj = (self.s.0 >> j) & 1 == 1;
-            for (i, x) in q.iter_mut().enumerate() {
-                let off = 16 * (j * blocks + i);
-                let mut b = [0u8; 16];
-                b.copy_from_slice(&u[off..off + 16]);
-                *x ^= Block::from_bytes(b).select(sj);
-            }
-            cols.push(q);
-        }
-        let rows = columns_to_rows(&cols, blocks);
         // Row i's tweak is OT_TWEAK | (counter + i): L0 = H(q), L1 = H(q ^ s).
-        let t0 = Block(OT_TWEAK | u128::from(self.counter));
+        let first = self.counter;
         self.counter += m as u64;
-        let mut l0: Vec<Block> = rows[..m].to_vec();
-        let mut l1 = vec![Block::ZERO; m];
-        hasher.hash_consecutive_with_offset(&mut l0, self.s, &mut l1, t0);
-        let mut msg = Vec::with_capacity(16 * m);
-        for (a, b) in l0.iter().zip(&l1) {
-            msg.extend_from_slice(&(*a ^ *b ^ delta).to_bytes());
+        let mut l0: Vec<Block> = Vec::with_capacity(m);
+        let cb_max = chunk.clamp(1, blocks);
+        let mut cols = vec![Block::ZERO; KAPPA * cb_max];
+        let mut rows = vec![Block::ZERO; KAPPA * cb_max];
+        let mut l1 = vec![Block::ZERO; KAPPA * cb_max];
+        let mut msg = Vec::with_capacity(16 * KAPPA * cb_max);
+        for b0 in (0..blocks).step_by(cb_max) {
+            let cb = cb_max.min(blocks - b0);
+            // Column j of this chunk: q_j = PRG(k_j) ^ (u_j if s_j), blocks b0 .. b0 + cb.
+            for (j, prg) in self.prgs.iter_mut().enumerate() {
+                let q = &mut cols[j * cb..(j + 1) * cb];
+                prg.fill(q);
+                let sj = (self.s.0 >> j) & 1 == 1;
+                for (i, x) in q.iter_mut().enumerate() {
+                    let off = 16 * (j * blocks + b0 + i);
+                    let mut b = [0u8; 16];
+                    b.copy_from_slice(&u[off..off + 16]);
+                    *x ^= Block::from_bytes(b).select(sj);
+                }
+            }
+            let rows = &mut rows[..KAPPA * cb];
+            columns_to_rows(&cols[..KAPPA * cb], cb, rows);
+            let n = (m - KAPPA * b0).min(KAPPA * cb);
+            let (xs, ys) = (&mut rows[..n], &mut l1[..n]);
+            let t0 = Block(OT_TWEAK | u128::from(first + (KAPPA * b0) as u64));
+            hasher.hash_consecutive_with_offset(xs, self.s, ys, t0);
+            msg.clear();
+            for (a, b) in xs.iter().zip(ys.iter()) {
+                msg.extend_from_slice(&(*a ^ *b ^ delta).to_bytes());
+            }
+            ch.send(&msg)?;
+            l0.extend_from_slice(xs);
         }
-        ch.send(&msg)?;
         ch.flush()?;
         Ok(l0)
     }
@@ -573,6 +606,19 @@ impl IknpReceiver {
         hasher: &Hasher,
         choices: &[bool],
     ) -> Result<Vec<Block>, OtError> {
+        self.receive_correlated_in(ch, hasher, choices, CHUNK_BLOCKS)
+    }
+
+    /// [`IknpReceiver::receive_correlated`], the matrix transposed and the answer read
+    /// `chunk` blocks of its columns at a time (the same output and bytes for any `chunk`,
+    /// tested).
+    fn receive_correlated_in<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        hasher: &Hasher,
+        choices: &[bool],
+        chunk: usize,
+    ) -> Result<Vec<Block>, OtError> {
         let m = choices.len();
         if m == 0 {
             return Ok(Vec::new());
@@ -582,32 +628,52 @@ impl IknpReceiver {
         for (i, &c) in choices.iter().enumerate() {
             r[i / 128].0 |= u128::from(c) << (i % 128);
         }
-        let mut cols = Vec::with_capacity(KAPPA);
-        let mut msg = Vec::with_capacity(16 * blocks * KAPPA);
-        for [p0, p1] in self.prgs.iter_mut() {
-            let mut t = vec![Block::ZERO; blocks];
-            let mut g = vec![Block::ZERO; blocks];
-            p0.fill(&mut t);
+        // Column j: t_j = PRG(k_j0), kept; u_j = t_j ^ PRG(k_j1) ^ r, sent column by column.
+        let mut t = vec![Block::ZERO; KAPPA * blocks];
+        let mut g = vec![Block::ZERO; blocks];
+        let mut col = Vec::with_capacity(16 * blocks);
+        for ([p0, p1], tj) in self.prgs.iter_mut().zip(t.chunks_exact_mut(blocks)) {
+            p0.fill(tj);
             p1.fill(&mut g);
-            for i in 0..blocks {
-                msg.extend_from_slice(&(t[i] ^ g[i] ^ r[i]).to_bytes());
+            col.clear();
+            for ((a, b), c) in tj.iter().zip(&g).zip(&r) {
+                col.extend_from_slice(&(*a ^ *b ^ *c).to_bytes());
             }
-            cols.push(t);
+            ch.send(&col)?;
         }
-        ch.send(&msg)?;
         ch.flush()?;
-        let rows = columns_to_rows(&cols, blocks);
-        let t0 = Block(OT_TWEAK | u128::from(self.counter));
+        drop((g, col));
+        let first = self.counter;
         self.counter += m as u64;
         // Hashed while the sender works on the matrix, before its answer is awaited.
-        let mut out: Vec<Block> = rows[..m].to_vec();
-        hasher.hash_consecutive(&mut out, t0);
-        let mut y = vec![0u8; 16 * m];
-        ch.recv(&mut y)?;
-        for (i, (o, &c)) in out.iter_mut().zip(choices).enumerate() {
-            let mut b = [0u8; 16];
-            b.copy_from_slice(&y[16 * i..16 * i + 16]);
-            *o ^= Block::from_bytes(b).select(c);
+        let mut out: Vec<Block> = Vec::with_capacity(m);
+        let cb_max = chunk.clamp(1, blocks);
+        let mut cols = vec![Block::ZERO; KAPPA * cb_max];
+        let mut rows = vec![Block::ZERO; KAPPA * cb_max];
+        for b0 in (0..blocks).step_by(cb_max) {
+            let cb = cb_max.min(blocks - b0);
+            for (j, tj) in t.chunks_exact(blocks).enumerate() {
+                cols[j * cb..(j + 1) * cb].copy_from_slice(&tj[b0..b0 + cb]);
+            }
+            let rows = &mut rows[..KAPPA * cb];
+            columns_to_rows(&cols[..KAPPA * cb], cb, rows);
+            let n = (m - KAPPA * b0).min(KAPPA * cb);
+            let t0 = Block(OT_TWEAK | u128::from(first + (KAPPA * b0) as u64));
+            hasher.hash_consecutive(&mut rows[..n], t0);
+            out.extend_from_slice(&rows[..n]);
+        }
+        drop(t);
+        let mut y = vec![0u8; 16 * KAPPA * cb_max];
+        for (os, cs) in out
+            .chunks_mut(KAPPA * cb_max)
+            .zip(choices.chunks(KAPPA * cb_max))
+        {
+            let y = &mut y[..16 * os.len()];
+            ch.recv(y)?;
+            for ((o, &c), b) in os.iter_mut().zip(cs).zip(y.chunks_exact(16)) {
+                let b: [u8; 16] = b.try_into().expect("16-byte chunks");
+                *o ^= Block::from_bytes(b).select(c);
+            }
         }
         Ok(out)
     }
@@ -1019,6 +1085,49 @@ mod tests {
                 matches!(got, Err(OtError::Malformed(m)) if m.contains(why)),
                 "{bytes:02x?}: {got:?}"
             );
+        }
+    }
+
+    /// One extension of `m` OTs with the sender and the receiver working `cs` and `cr`
+    /// blocks of columns at a time, from fixed seeds: the sender's zero labels and the
+    /// receiver's labels.
+    fn chunked_extension(m: usize, cs: usize, cr: usize) -> (Vec<Block>, Vec<Block>, Block) {
+        let (mut s, mut r) = mem_pair(Duration::from_secs(30));
+        let choices: Vec<bool> = (0..m).map(|i| (i * 7) % 5 < 2).collect();
+        let t = std::thread::spawn(move || {
+            let h = Hasher::new();
+            let mut rx = IknpReceiver::setup(&mut r, &mut Prg::from_seed([3; 16])).unwrap();
+            // A first extension moves the counter (the tweaks) and the PRGs past zero.
+            let warm: Vec<bool> = (0..130).map(|i| i % 3 == 0).collect();
+            rx.receive_correlated_in(&mut r, &h, &warm, 1).unwrap();
+            rx.receive_correlated_in(&mut r, &h, &choices, cr).unwrap()
+        });
+        let h = Hasher::new();
+        let mut prg = Prg::from_seed([4; 16]);
+        let mut tx = IknpSender::setup(&mut s, &mut prg).unwrap();
+        let mut delta = prg.block();
+        delta.0 |= 1;
+        tx.send_correlated_in(&mut s, &h, delta, 130, 2).unwrap();
+        let l0 = tx.send_correlated_in(&mut s, &h, delta, m, cs).unwrap();
+        (l0, t.join().unwrap(), delta)
+    }
+
+    #[test]
+    fn iknp_chunks_do_not_change_the_extension() {
+        // m: within one block, across a chunk boundary of the smallest chunks, a multiple
+        // of 128, and more than one default chunk with a partial last block.
+        for m in [1usize, 129, 640, 128 * CHUNK_BLOCKS + 300] {
+            let choices: Vec<bool> = (0..m).map(|i| (i * 7) % 5 < 2).collect();
+            let (l0, got, delta) = chunked_extension(m, usize::MAX, usize::MAX);
+            assert_eq!((l0.len(), got.len()), (m, m));
+            for i in 0..m {
+                assert_eq!(got[i], l0[i] ^ delta.select(choices[i]), "m {m} ot {i}");
+            }
+            for (cs, cr) in [(1, 1), (1, 3), (2, 1), (3, CHUNK_BLOCKS), (CHUNK_BLOCKS, 2)] {
+                let (l0c, gotc, _) = chunked_extension(m, cs, cr);
+                assert!(l0c == l0, "m {m}: sender chunks {cs} give other labels");
+                assert!(gotc == got, "m {m}: receiver chunks {cr} give other labels");
+            }
         }
     }
 

@@ -161,7 +161,7 @@ impl Plan {
 const MAX_BULK: u64 = 1_000_000;
 
 /// The most memory both parties of a bulk session may hold for it: the built-in circuits
-/// take about 110 MB (AES-128's 4,096 evaluations) or less.
+/// take about 36 MB (AES-128's 4,096 evaluations) or less.
 const BULK_MEMORY: u64 = 1 << 30;
 
 /// The longest a bulk session's tables may take on its link at the link's rate: the named
