@@ -448,15 +448,14 @@ pub(crate) fn transpose128(a: &mut [u128; 128]) {
 /// received or kept matrix (16 bytes an OT each) and not three or four more copies of it.
 const CHUNK_BLOCKS: usize = 32;
 
-/// Rows `128 b0 ..` of the matrix whose 128 columns of `cb` blocks each are
-/// `cols[j * cb .. (j + 1) * cb]`, the blocks `b0 .. b0 + cb` of the whole matrix's columns:
-/// into `rows` (`128 cb` rows).
-fn columns_to_rows(cols: &[Block], cb: usize, rows: &mut [Block]) {
-    debug_assert!(cols.len() == KAPPA * cb && rows.len() == KAPPA * cb);
+/// The `rows.len() / 128` blocks of rows from block `first` on of the matrix whose column
+/// `j` is `cols[j * stride .. (j + 1) * stride]`, into `rows`.
+fn columns_to_rows(cols: &[Block], stride: usize, first: usize, rows: &mut [Block]) {
+    debug_assert!(cols.len() == KAPPA * stride && first + rows.len() / KAPPA <= stride);
     let mut m = [0u128; 128];
     for (rb, out) in rows.chunks_exact_mut(KAPPA).enumerate() {
         for (j, x) in m.iter_mut().enumerate() {
-            *x = cols[j * cb + rb].0;
+            *x = cols[j * stride + first + rb].0;
         }
         transpose128(&mut m);
         for (o, &x) in out.iter_mut().zip(&m) {
@@ -502,7 +501,7 @@ pub const SENDER_BYTES_PER_OT: u64 = 2 * 16;
 
 /// The receiver's memory at the peak of [`IknpReceiver::receive_correlated`], in bytes per
 /// OT: two 16-byte values (its matrix's columns and the labels), besides a scratch of at
-/// most 192 KiB.
+/// most 128 KiB.
 pub const RECEIVER_BYTES_PER_OT: u64 = 2 * 16;
 
 impl IknpSender {
@@ -569,7 +568,7 @@ impl IknpSender {
                 }
             }
             let rows = &mut rows[..KAPPA * cb];
-            columns_to_rows(&cols[..KAPPA * cb], cb, rows);
+            columns_to_rows(&cols[..KAPPA * cb], cb, 0, rows);
             let n = (m - KAPPA * b0).min(KAPPA * cb);
             let (xs, ys) = (&mut rows[..n], &mut l1[..n]);
             let t0 = Block(OT_TWEAK | u128::from(first + (KAPPA * b0) as u64));
@@ -648,15 +647,11 @@ impl IknpReceiver {
         // Hashed while the sender works on the matrix, before its answer is awaited.
         let mut out: Vec<Block> = Vec::with_capacity(m);
         let cb_max = chunk.clamp(1, blocks);
-        let mut cols = vec![Block::ZERO; KAPPA * cb_max];
         let mut rows = vec![Block::ZERO; KAPPA * cb_max];
         for b0 in (0..blocks).step_by(cb_max) {
             let cb = cb_max.min(blocks - b0);
-            for (j, tj) in t.chunks_exact(blocks).enumerate() {
-                cols[j * cb..(j + 1) * cb].copy_from_slice(&tj[b0..b0 + cb]);
-            }
             let rows = &mut rows[..KAPPA * cb];
-            columns_to_rows(&cols[..KAPPA * cb], cb, rows);
+            columns_to_rows(&t, blocks, b0, rows);
             let n = (m - KAPPA * b0).min(KAPPA * cb);
             let t0 = Block(OT_TWEAK | u128::from(first + (KAPPA * b0) as u64));
             hasher.hash_consecutive(&mut rows[..n], t0);
