@@ -17,8 +17,8 @@
 //! 3. Peer Inputs: the evaluator gets the labels of all its input bits, for
 //!    all evaluations at once, by correlated OT extension (16 + 16 bytes per
 //!    bit; in memory 32 bytes per bit on each side at once, the received or
-//!    kept matrix and the labels, [`bulk_memory_bytes`]); then, per evaluation, the garbler sends its
-//!    16-byte input labels.
+//!    kept matrix and the labels, [`bulk_memory_bytes`]); then, per
+//!    evaluation, the garbler sends its 16-byte input labels.
 //! 4. Garble: the garbler streams 32 bytes per AND gate (half-gates) or 25
 //!    (three-halves) while garbling; the evaluator evaluates as the bytes
 //!    arrive. Nothing else is on the wire.
@@ -586,8 +586,8 @@ impl<'a> Source<'a> {
 /// estimate from the buffers' sizes: on the dev VM, AES-128 took 4.16 KB (garbler) and
 /// 4.32 KB (evaluator, KiB both) more peak RSS per evaluation between 10,000 and 40,000
 /// evaluations (`/usr/bin/time` of `ccbench gc garble|evaluate`, 2026-11-29), against 4.3
-/// here (14.2 and 12.3 KB before the extension worked in chunks). Callers that let a user choose `n` check it against the memory
-/// available (`ccbench gc garble|evaluate`).
+/// here (14.2 and 12.3 KB before the extension worked in chunks). Callers that let a user
+/// choose `n` check it against the memory available (`ccbench gc garble|evaluate`).
 pub fn bulk_memory_bytes(circuit: &Circuit, n: u64, party: Party) -> u64 {
     let per_ot = match party {
         Party::Garbler => crate::ot::SENDER_BYTES_PER_OT,
