@@ -5,7 +5,10 @@
 //! loopback (the gap from the end of one to the start of the next), a flush puts its bytes
 //! on the link at once (behind any bytes still leaving at the link's rate) and they arrive
 //! one delay later, and a receive ends when the bytes it waits for have arrived, or at once
-//! if they already had. The evaluator starts its session at 0 and the garbler as much later
+//! if they already had. The bytes leave through the link's token bucket ([`Wire::burst`]):
+//! after a pause, up to the bucket's depth leave at once, and only what is beyond it waits
+//! for the rate, as on the links of `garble::link` (its user-space bucket and the kernel's
+//! `tbf` have the same depth). The evaluator starts its session at 0 and the garbler as much later
 //! as it did in the session predicted ([`Wire::start_lag`], the traces' origins on the
 //! machine's monotonic clock: the garbler starts once it has seen the evaluator's token,
 //! which the evaluator sends just before its session), or, where that is not known, as it
@@ -35,6 +38,9 @@ pub struct Wire {
     pub one_way: Duration,
     /// Bytes per second; `None` for no limit.
     pub rate: Option<f64>,
+    /// The depth of the link's token bucket, in bytes ([`garble::link::Shape::burst_bytes`]):
+    /// what leaves at once after a pause long enough to fill it.
+    pub burst: f64,
     /// How much later than the evaluator the garbler started its session over the link, in
     /// the session predicted ([`start_lag`]; negative: sooner); `None`: as in each loopback
     /// session replayed, plus [`Wire::one_way`].
@@ -46,6 +52,7 @@ impl Wire {
     pub const NONE: Wire = Wire {
         one_way: Duration::ZERO,
         rate: None,
+        burst: 0.0,
         start_lag: None,
     };
 }
@@ -67,7 +74,8 @@ struct Party<'a> {
     /// Its flushes: bytes sent up to then, and when the last of them arrives.
     out: Vec<(u64, f64)>,
     sent: u64,
-    /// When the link has sent every byte so far (at its rate).
+    /// The link's token bucket as a virtual clock (GCRA, as `garble::link` keeps it): when
+    /// the bytes sent so far have all left at the link's rate, the bucket aside.
     free: f64,
     /// The stages it entered, and when.
     entered: Vec<(Stage, f64)>,
@@ -106,8 +114,15 @@ impl<'a> Party<'a> {
                 Step::Flush { sent } => {
                     if sent > self.sent {
                         let bytes = (sent - self.sent) as f64;
-                        let leaves = ready.max(self.free) + wire.rate.map_or(0.0, |r| bytes / r);
-                        self.free = leaves;
+                        let leaves = match wire.rate {
+                            None => ready,
+                            Some(r) => {
+                                // They leave once they and the bytes before them fit in
+                                // the bucket: up to its depth at once after a pause.
+                                self.free = ready.max(self.free) + bytes / r;
+                                (self.free - wire.burst / r).max(ready)
+                            }
+                        };
                         self.out.push((sent, leaves + wire.one_way.as_secs_f64()));
                         self.sent = sent;
                     }
@@ -273,6 +288,7 @@ mod tests {
         let wire = Wire {
             one_way: ms(0.5),
             rate: None,
+            burst: 0.0,
             start_lag: None,
         };
         // The evaluator compiles faster and answers the header as soon as it arrives: Init
@@ -312,6 +328,7 @@ mod tests {
         let wire = Wire {
             one_way: ms(0.5),
             rate: None,
+            burst: 0.0,
             start_lag: Some(3.5e-3),
         };
         let got = garbler_start(&g, &e, wire).unwrap();
@@ -343,6 +360,7 @@ mod tests {
         let slow = Wire {
             one_way: ms(0.5),
             rate: Some(12.0e6),
+            burst: 0.0,
             start_lag: None,
         };
         let fast = Wire { rate: None, ..slow };
@@ -353,6 +371,39 @@ mod tests {
         let extra = (a[3].as_secs_f64() - b[3].as_secs_f64()) * 1e3;
         // The chunks' 4096 bytes (which the evaluator waited for) and the matrix's 12,288.
         assert!((extra - (4096.0 + 12288.0) / 12e3).abs() < 1e-6, "{extra}");
+    }
+
+    #[test]
+    fn the_bucket_lets_a_burst_through_at_once() {
+        // The same session over a link whose token bucket holds `burst` bytes: each flush
+        // comes after a pause that filled the bucket, so only its bytes beyond the depth
+        // wait for the rate (the link's own `due` in `garble::link`).
+        let (g, e) = session(28.0, 5.0);
+        let fast = Wire {
+            one_way: ms(0.5),
+            rate: None,
+            burst: 0.0,
+            start_lag: None,
+        };
+        let extra = |burst: f64| {
+            let slow = Wire {
+                rate: Some(12.0e6),
+                burst,
+                ..fast
+            };
+            let (a, b) = (
+                garbler_start(&g, &e, slow).unwrap(),
+                garbler_start(&g, &e, fast).unwrap(),
+            );
+            (a[3].as_secs_f64() - b[3].as_secs_f64()) * 1e3
+        };
+        // A depth of 8 KiB: the chunks' 4096 bytes leave at once, the matrix's 12,288 pay
+        // for their last 4096.
+        let x = extra(8192.0);
+        assert!((x - 4096.0 / 12e3).abs() < 1e-6, "{x}");
+        // A bucket deeper than either flush: the rate adds nothing.
+        let x = extra(65536.0);
+        assert!(x.abs() < 1e-6, "{x}");
     }
 
     #[test]
@@ -409,6 +460,7 @@ mod tests {
         let far = Wire {
             one_way: Duration::from_secs(1),
             rate: None,
+            burst: 0.0,
             start_lag: None,
         };
         let added = added_by(&[(g.clone(), e.clone())], far).unwrap();
@@ -425,6 +477,7 @@ mod tests {
         let wire = Wire {
             one_way: ms(0.5),
             rate: None,
+            burst: 0.0,
             start_lag: None,
         };
         let pairs = vec![session(28.0, 3.0), session(28.0, 5.0), session(28.0, 9.0)];
