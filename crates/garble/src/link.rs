@@ -815,7 +815,13 @@ struct Direction {
 }
 
 struct Line {
-    chunks: VecDeque<(Instant, Vec<u8>)>,
+    /// The chunks in the line: when each is due, and its bytes (the first `len` of a
+    /// [`CHUNK`]-long buffer).
+    chunks: VecDeque<Chunk>,
+    /// Buffers the writer has emptied, for the reader's next reads: a read goes straight
+    /// into one, and no chunk is allocated or copied on its way through the line (a fresh
+    /// 64 KiB allocation a read, freed by the other thread, cost the reader page faults).
+    spare: Vec<Vec<u8>>,
     /// Bytes in `chunks`.
     bytes: usize,
     /// The sender closed (or failed): deliver the end after the chunks.
@@ -827,12 +833,26 @@ struct Line {
     tat: Option<Instant>,
 }
 
+/// Bytes in the delay line: due at `at`, the first `len` bytes of `buf`.
+struct Chunk {
+    at: Instant,
+    buf: Vec<u8>,
+    len: usize,
+}
+
+/// The most emptied buffers a direction keeps for reuse: what a line holds at once when the
+/// reads fill their buffers, a few for reads that do not.
+fn spares_kept(shape: &Shape) -> usize {
+    shape.capacity().div_ceil(CHUNK) + 4
+}
+
 impl Direction {
     fn new(shape: Shape) -> Direction {
         Direction {
             shape,
             state: Mutex::new(Line {
                 chunks: VecDeque::new(),
+                spare: Vec::new(),
                 bytes: 0,
                 end: false,
                 closed: false,
@@ -901,9 +921,17 @@ fn read_side(mut src: TcpStream, q: &Direction, shared: &Shared) {
             return;
         }
         let at = due(&q.shape, &mut st.tat, now, got);
-        st.chunks.push_back((at, buf[..got].to_vec()));
+        // The writer waits for the first chunk's time, which a chunk behind it does not
+        // change (the times do not decrease): only a chunk into an empty line wakes it.
+        let wake = st.chunks.is_empty();
+        let spare = st.spare.pop();
+        st.chunks.push_back(Chunk { at, buf, len: got });
         st.bytes += got;
-        q.changed.notify_all();
+        if wake {
+            q.changed.notify_all();
+        }
+        drop(st);
+        buf = spare.unwrap_or_else(|| vec![0u8; CHUNK]);
     }
 }
 
@@ -917,6 +945,7 @@ fn write_side(src: TcpStream, mut dst: TcpStream, q: &Direction, shared: &Shared
     let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
     let _ = run_ahead();
     let counter = if up { &shared.up } else { &shared.down };
+    let (cap, keep) = (q.shape.capacity(), spares_kept(&q.shape));
     loop {
         let next = {
             let mut st = lock(&q.state);
@@ -924,8 +953,8 @@ fn write_side(src: TcpStream, mut dst: TcpStream, q: &Direction, shared: &Shared
                 if shared.stop.load(Ordering::SeqCst) {
                     return;
                 }
-                match st.chunks.front() {
-                    Some(&(at, _)) => {
+                match st.chunks.front().map(|c| c.at) {
+                    Some(at) => {
                         let now = Instant::now();
                         if at <= now {
                             break st.chunks.pop_front();
@@ -948,12 +977,12 @@ fn write_side(src: TcpStream, mut dst: TcpStream, q: &Direction, shared: &Shared
                 }
             }
         };
-        let Some((_, chunk)) = next else {
+        let Some(chunk) = next else {
             // The sender closed: so does its peer's view of it.
             let _ = dst.shutdown(Shutdown::Write);
             return;
         };
-        if write_all(&mut dst, &chunk, &shared.stop).is_err() {
+        if write_all(&mut dst, &chunk.buf[..chunk.len], &shared.stop).is_err() {
             let mut st = lock(&q.state);
             st.closed = true;
             q.changed.notify_all();
@@ -962,10 +991,17 @@ fn write_side(src: TcpStream, mut dst: TcpStream, q: &Direction, shared: &Shared
             let _ = src.shutdown(Shutdown::Both);
             return;
         }
-        counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        counter.fetch_add(chunk.len as u64, Ordering::Relaxed);
         let mut st = lock(&q.state);
-        st.bytes -= chunk.len();
-        q.changed.notify_all();
+        // The reader waits for room only in a full line.
+        let wake = st.bytes >= cap;
+        st.bytes -= chunk.len;
+        if st.spare.len() < keep {
+            st.spare.push(chunk.buf);
+        }
+        if wake {
+            q.changed.notify_all();
+        }
     }
 }
 

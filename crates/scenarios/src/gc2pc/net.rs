@@ -329,10 +329,7 @@ impl Model {
         let wire = super::replay::Wire {
             one_way: self.profile.rtt / 2,
             rate: Some(rate),
-            burst: self
-                .profile
-                .shape()
-                .map_or(0.0, |s| s.burst_bytes() as f64),
+            burst: self.profile.shape().map_or(0.0, |s| s.burst_bytes() as f64),
             start_lag: super::replay::start_lag(&r.start, evaluator),
         };
         let added = super::replay::added_by(&compute.starts, wire);
