@@ -1277,6 +1277,64 @@ mod tests {
         );
     }
 
+    /// The line's two threads wake each other only when the other waits (the writer for a
+    /// chunk into an empty line, the reader for room in a full one): a wake-up lost there
+    /// leaves a thread asleep for its whole poll (`POLL`, 100 ms). A transfer that fills the
+    /// line many times over and a run of small round trips finish without such sleeps. (The
+    /// bounds are ten times what the links need; they catch the poll, not a slow machine.)
+    #[test]
+    fn the_line_wakes_its_threads_without_waiting_for_their_poll() {
+        // 8 MB at 100 MB/s through a line that holds about 360 KB: the reader finds it
+        // full some twenty times.
+        const N: usize = 8_000_000;
+        let (addr, srv) = server(|mut s| {
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            got
+        });
+        let p = shaped(800_000_000, 0);
+        let link = p.start(addr).unwrap().unwrap();
+        assert!(link.shape().capacity() < N / 20);
+        let sent = pattern(N, 5);
+        let start = Instant::now();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.write_all(&sent).unwrap();
+        c.shutdown(Shutdown::Write).unwrap();
+        assert!(srv.join().unwrap() == sent, "the bytes changed on the way");
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_millis(800),
+            "{took:?} for 80 ms of bytes"
+        );
+        // Twenty one-byte round trips over a 2 ms link: each message goes into an empty
+        // line, whose writer must be woken for it.
+        let (addr, srv) = server(|mut s| {
+            for _ in 0..20 {
+                let mut b = [0u8; 1];
+                s.read_exact(&mut b).unwrap();
+                s.write_all(&b).unwrap();
+            }
+        });
+        let p = shaped(100_000_000, 2);
+        let link = p.start(addr).unwrap().unwrap();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.set_nodelay(true).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let start = Instant::now();
+        for i in 0..20u8 {
+            c.write_all(&[i]).unwrap();
+            let mut b = [0u8; 1];
+            c.read_exact(&mut b).unwrap();
+            assert_eq!(b[0], i);
+        }
+        srv.join().unwrap();
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_millis(400),
+            "{took:?} for 20 round trips of 2 ms"
+        );
+    }
+
     /// A one-byte message and its answer take at least the round-trip time.
     #[test]
     fn a_round_trip_takes_at_least_the_rtt() {
