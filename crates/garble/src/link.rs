@@ -1281,7 +1281,8 @@ mod tests {
     /// chunk into an empty line, the reader for room in a full one): a wake-up lost there
     /// leaves a thread asleep for its whole poll (`POLL`, 100 ms). A transfer that fills the
     /// line many times over and a run of small round trips finish without such sleeps. (The
-    /// bounds are ten times what the links need; they catch the poll, not a slow machine.)
+    /// bounds are fifteen and twenty-five times what the links need: they catch the poll,
+    /// not a slow machine.)
     #[test]
     fn the_line_wakes_its_threads_without_waiting_for_their_poll() {
         // 8 MB at 100 MB/s through a line that holds about 360 KB: the reader finds it
@@ -1303,7 +1304,7 @@ mod tests {
         assert!(srv.join().unwrap() == sent, "the bytes changed on the way");
         let took = start.elapsed();
         assert!(
-            took < Duration::from_millis(800),
+            took < Duration::from_millis(1200),
             "{took:?} for 80 ms of bytes"
         );
         // Twenty one-byte round trips over a 2 ms link: each message goes into an empty
@@ -1330,7 +1331,7 @@ mod tests {
         srv.join().unwrap();
         let took = start.elapsed();
         assert!(
-            took < Duration::from_millis(400),
+            took < Duration::from_millis(1000),
             "{took:?} for 20 round trips of 2 ms"
         );
     }
