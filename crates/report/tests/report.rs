@@ -149,6 +149,8 @@ fn every_kind_renders() {
         "| stage                         |    time | per run | CPU per run |  share |",
         "| base OT                       | 20.0 ms | 2.00 ms |      150 µs |  20.0% |",
         "| theoretical minimum           | 80.0 ms | 8.00 ms |             |  80.0% |",
+        // The prediction per run, the ratio and the difference.
+        "|                   1 |           2.50 ms |                 0.80 |                      -500 µs |",
         "#### Latency histograms",
         "#### SGX transition costs",
         "Figures marked as published were not measured by ccbench. Source: Weisse et al., ISCA 2017",

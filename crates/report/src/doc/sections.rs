@@ -183,7 +183,8 @@ fn stage_section(
         s.runs
     )));
     // Round trips and the link's prediction, where the pipeline has them: per run, beside
-    // the measured time, with measured ÷ predicted.
+    // the measured time, with measured ÷ predicted and measured − predicted (a ratio far
+    // from 1 on a stage of tens of microseconds is a few of them: the difference says so).
     let rounds = s.stages.iter().any(|st| st.round_trips.is_some());
     let predicted = s.stages.iter().any(|st| st.predicted_ns.is_some());
     // CPU time, where measured: beside the time, what the party computed rather than waited.
@@ -197,7 +198,11 @@ fn stage_section(
         head.push("round trips per run");
     }
     if predicted {
-        head.extend(["predicted per run", "measured / predicted"]);
+        head.extend([
+            "predicted per run",
+            "measured / predicted",
+            "measured − predicted per run",
+        ]);
     }
     let width = head.len();
     let mut t = Table::new(head).right(1..width);
@@ -219,6 +224,11 @@ fn stage_section(
                 Some(p) if p > 0.0 => format!("{:.2}", time_ns / p),
                 _ => String::new(),
             });
+            v.push(predicted_ns.map_or(String::new(), |p| {
+                let d = (time_ns - p) / runs;
+                let sign = if d > 0.0 { "+" } else { "" };
+                format!("{sign}{}", units::duration_ns(d))
+            }));
         }
         v
     };
