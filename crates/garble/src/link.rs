@@ -815,12 +815,14 @@ struct Direction {
 }
 
 struct Line {
-    /// The chunks in the line: when each is due, and its bytes (the first `len` of a
-    /// [`CHUNK`]-long buffer).
+    /// The chunks in the line: when each is due, and its bytes (the first `len` of its
+    /// buffer: a [`CHUNK`]-long one the read went into, or a copy of a small read).
     chunks: VecDeque<Chunk>,
-    /// Buffers the writer has emptied, for the reader's next reads: a read goes straight
-    /// into one, and no chunk is allocated or copied on its way through the line (a fresh
-    /// 64 KiB allocation a read, freed by the other thread, cost the reader page faults).
+    /// [`CHUNK`]-long buffers the writer has emptied, for the reader's next reads: a large
+    /// read goes straight into one and stays there until it is written, so it is neither
+    /// allocated nor copied on its way through the line (a fresh 64 KiB allocation a read,
+    /// freed by the other thread, cost the reader page faults). The line's memory is at most
+    /// twice its bytes, and these.
     spare: Vec<Vec<u8>>,
     /// Bytes in `chunks`.
     bytes: usize,
@@ -914,6 +916,10 @@ fn read_side(mut src: TcpStream, q: &Direction, shared: &Shared) {
             Err(_) => 0, // reset: the sender is gone, as after a close
         };
         let now = Instant::now();
+        // A read of less than half a buffer is copied out and the buffer kept for the next
+        // read: many small messages in a long line must not hold a whole buffer each (the
+        // line bounds its bytes, not its chunks).
+        let small = (got < CHUNK / 2).then(|| buf[..got].to_vec());
         let mut st = lock(&q.state);
         if got == 0 {
             st.end = true;
@@ -924,14 +930,23 @@ fn read_side(mut src: TcpStream, q: &Direction, shared: &Shared) {
         // The writer waits for the first chunk's time, which a chunk behind it does not
         // change (the times do not decrease): only a chunk into an empty line wakes it.
         let wake = st.chunks.is_empty();
-        let spare = st.spare.pop();
-        st.chunks.push_back(Chunk { at, buf, len: got });
+        let (bytes, spare) = match small {
+            Some(copy) => (copy, None),
+            None => (std::mem::take(&mut buf), st.spare.pop()),
+        };
+        st.chunks.push_back(Chunk {
+            at,
+            buf: bytes,
+            len: got,
+        });
         st.bytes += got;
         if wake {
             q.changed.notify_all();
         }
         drop(st);
-        buf = spare.unwrap_or_else(|| vec![0u8; CHUNK]);
+        if buf.is_empty() {
+            buf = spare.unwrap_or_else(|| vec![0u8; CHUNK]);
+        }
     }
 }
 
@@ -996,7 +1011,7 @@ fn write_side(src: TcpStream, mut dst: TcpStream, q: &Direction, shared: &Shared
         // The reader waits for room only in a full line.
         let wake = st.bytes >= cap;
         st.bytes -= chunk.len;
-        if st.spare.len() < keep {
+        if chunk.buf.len() == CHUNK && st.spare.len() < keep {
             st.spare.push(chunk.buf);
         }
         if wake {
