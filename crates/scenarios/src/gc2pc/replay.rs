@@ -352,32 +352,11 @@ mod tests {
         assert_eq!(start_lag(&StartTrace::default(), &e), None);
     }
 
-    #[test]
-    fn the_rate_delays_what_a_flush_sends() {
-        // The evaluator waits in Peer Inputs: the garbler's chunks and then the evaluator's
-        // matrix are on its critical path, and each takes its bytes at the rate more.
-        let (g, e) = session(28.0, 5.0);
-        let slow = Wire {
-            one_way: ms(0.5),
-            rate: Some(12.0e6),
-            burst: 0.0,
-            start_lag: None,
-        };
-        let fast = Wire { rate: None, ..slow };
-        let (a, b) = (
-            garbler_start(&g, &e, slow).unwrap(),
-            garbler_start(&g, &e, fast).unwrap(),
-        );
-        let extra = (a[3].as_secs_f64() - b[3].as_secs_f64()) * 1e3;
-        // The chunks' 4096 bytes (which the evaluator waited for) and the matrix's 12,288.
-        assert!((extra - (4096.0 + 12288.0) / 12e3).abs() < 1e-6, "{extra}");
-    }
-
-    #[test]
-    fn the_bucket_lets_a_burst_through_at_once() {
-        // The same session over a link whose token bucket holds `burst` bytes: each flush
-        // comes after a pause that filled the bucket, so only its bytes beyond the depth
-        // wait for the rate (the link's own `due` in `garble::link`).
+    /// What a link of 12 MB/s and a token bucket `burst` bytes deep adds to the garbler's
+    /// Peer Inputs in `session(28.0, 5.0)` (where the evaluator waits in Peer Inputs: the
+    /// garbler's chunks and then the evaluator's matrix are on its critical path), in ms,
+    /// against the same link without a rate.
+    fn rate_adds_to_peer_inputs(burst: f64) -> f64 {
         let (g, e) = session(28.0, 5.0);
         let fast = Wire {
             one_way: ms(0.5),
@@ -385,24 +364,36 @@ mod tests {
             burst: 0.0,
             start_lag: None,
         };
-        let extra = |burst: f64| {
-            let slow = Wire {
-                rate: Some(12.0e6),
-                burst,
-                ..fast
-            };
-            let (a, b) = (
-                garbler_start(&g, &e, slow).unwrap(),
-                garbler_start(&g, &e, fast).unwrap(),
-            );
-            (a[3].as_secs_f64() - b[3].as_secs_f64()) * 1e3
+        let slow = Wire {
+            rate: Some(12.0e6),
+            burst,
+            ..fast
         };
-        // A depth of 8 KiB: the chunks' 4096 bytes leave at once, the matrix's 12,288 pay
-        // for their last 4096.
-        let x = extra(8192.0);
+        let (a, b) = (
+            garbler_start(&g, &e, slow).unwrap(),
+            garbler_start(&g, &e, fast).unwrap(),
+        );
+        (a[3].as_secs_f64() - b[3].as_secs_f64()) * 1e3
+    }
+
+    #[test]
+    fn the_rate_delays_what_a_flush_sends() {
+        // Each flush on the critical path takes its bytes at the rate more: the chunks'
+        // 4096 bytes (which the evaluator waited for) and the matrix's 12,288.
+        let extra = rate_adds_to_peer_inputs(0.0);
+        assert!((extra - (4096.0 + 12288.0) / 12e3).abs() < 1e-6, "{extra}");
+    }
+
+    #[test]
+    fn the_bucket_lets_a_burst_through_at_once() {
+        // Over a link whose token bucket holds `burst` bytes each flush comes after a pause
+        // that filled the bucket, so only its bytes beyond the depth wait for the rate (the
+        // link's own `due` in `garble::link`). A depth of 8 KiB: the chunks' 4096 bytes
+        // leave at once, the matrix's 12,288 pay for their last 4096.
+        let x = rate_adds_to_peer_inputs(8192.0);
         assert!((x - 4096.0 / 12e3).abs() < 1e-6, "{x}");
         // A bucket deeper than either flush: the rate adds nothing.
-        let x = extra(65536.0);
+        let x = rate_adds_to_peer_inputs(65536.0);
         assert!(x.abs() < 1e-6, "{x}");
     }
 
