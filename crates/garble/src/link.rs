@@ -916,16 +916,17 @@ fn read_side(mut src: TcpStream, q: &Direction, shared: &Shared) {
             Err(_) => 0, // reset: the sender is gone, as after a close
         };
         let now = Instant::now();
+        if got == 0 {
+            let mut st = lock(&q.state);
+            st.end = true;
+            q.changed.notify_all();
+            return;
+        }
         // A read of less than half a buffer is copied out and the buffer kept for the next
         // read: many small messages in a long line must not hold a whole buffer each (the
         // line bounds its bytes, not its chunks).
         let small = (got < CHUNK / 2).then(|| buf[..got].to_vec());
         let mut st = lock(&q.state);
-        if got == 0 {
-            st.end = true;
-            q.changed.notify_all();
-            return;
-        }
         let at = due(&q.shape, &mut st.tat, now, got);
         // The writer waits for the first chunk's time, which a chunk behind it does not
         // change (the times do not decrease): only a chunk into an empty line wakes it.
