@@ -357,6 +357,13 @@ fn build(name: &str, output: &Path) -> Result<ExitCode> {
 fn stats(spec: &str) -> Result<ExitCode> {
     let c = circuit(spec)?;
     print_stats(spec, &c.stats());
+    let p = garble::program::Program::compile(&c);
+    println!(
+        "compiled           {} free gates as {} XOR sums, {} label slots",
+        c.stats().free_gates(),
+        p.xor_sums(),
+        p.num_slots()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

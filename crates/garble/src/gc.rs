@@ -34,7 +34,7 @@
 
 use crate::channel::{Channel, ChannelError};
 use crate::hash::{Block, Hasher};
-use crate::program::{ONE_SLOT, Program, Run, ZERO_SLOT};
+use crate::program::{ONE_SLOT, Program, Run, XorRun, ZERO_SLOT};
 
 /// AND gates hashed together.
 pub const BATCH: usize = 8;
@@ -97,9 +97,18 @@ impl<'a> Slots<'a> {
         self.l[s as usize & self.mask] = v;
     }
 
-    /// A run of free gates, all XOR over slots (garbler and evaluator
-    /// alike: the constant slots make INV and EQ plain XORs).
-    ///
+    /// A run of free gates as XOR sums over slots (garbler and evaluator
+    /// alike: the constant slots make INV and EQ plain XORs), one loop for
+    /// each arity.
+    #[inline(always)]
+    pub(crate) fn xor_run(&mut self, run: XorRun<'_>) {
+        match run {
+            XorRun::Two(r) => self.xor_triples(r),
+            XorRun::Three(r) => self.xor_sums(r),
+            XorRun::Four(r) => self.xor_sums(r),
+        }
+    }
+
     /// About 16 instructions a gate (three gate-list loads, three masks,
     /// three scalings, two label loads, a XOR, a store, the loop control).
     /// The slice is taken as `..=mask` here so that LLVM sees every masked
@@ -109,11 +118,26 @@ impl<'a> Slots<'a> {
     /// made LLVM split every other gate's 128-bit XOR into 64-bit halves
     /// (more instructions, split stores), so it stays a plain loop.
     #[inline(always)]
-    pub(crate) fn xor_run(&mut self, run: &[[u32; 3]]) {
+    fn xor_triples(&mut self, run: &[[u32; 3]]) {
         let m = self.mask;
         let l = &mut self.l[..=m];
         for &[a, b, o] in run {
             l[o as usize & m] = l[a as usize & m] ^ l[b as usize & m];
+        }
+    }
+
+    /// Sums of `N - 1` inputs, records `[i1, .., out]`; masked as
+    /// [`Slots::xor_triples`] is.
+    #[inline(always)]
+    fn xor_sums<const N: usize>(&mut self, run: &[[u32; N]]) {
+        let m = self.mask;
+        let l = &mut self.l[..=m];
+        for rec in run {
+            let mut acc = l[rec[0] as usize & m];
+            for &i in &rec[1..N - 1] {
+                acc ^= l[i as usize & m];
+            }
+            l[rec[N - 1] as usize & m] = acc;
         }
     }
 }
@@ -973,6 +997,65 @@ pub(crate) mod tests {
                 assert!(s.bytes == want, "room {room}: tables differ");
                 assert!(l2 == l && ctr2 == ctr);
                 assert!(s.sizes.iter().all(|&n| n <= room));
+            }
+        }
+    }
+
+    /// A program with XOR sums garbles to the tables and output labels of the
+    /// one without, with every hasher; and its evaluation gives the garbler's
+    /// output labels for the evaluator's inputs (AES-128's sums and random
+    /// circuits with sums in every run, cancelled wires included).
+    #[test]
+    fn xor_sums_garble_and_evaluate_as_the_gates_do() {
+        let delta = Block(0x0f1e_2d3c_4b5a_6978_8796_a5b4_c3d2_e1f1);
+        for c in [library::aes128(), all_kinds_circuit(11, 6, 6, 4000, 8)] {
+            let plain = Program::compile_with(&c, false);
+            let sums = [Program::compile(&c), Program::compile_impl(&c, Some(0))];
+            assert!(sums.iter().all(|p| p.xor_sums() < plain.xor_sums()));
+            for h in GcHash::ALL.into_iter().flat_map(hashers_of) {
+                let inputs = |p: &Program| {
+                    let mut l = vec![Block::ZERO; p.label_capacity()];
+                    Prg::from_seed([9; 16]).fill(&mut l[..2 + c.input_bits()]);
+                    l
+                };
+                let garbled = |p: &Program| {
+                    let mut l = inputs(p);
+                    let (mut ctr, mut t) = (3, Vec::new());
+                    let _: Result<(), ()> = garble(p, &h, delta, &mut l, &mut ctr, &mut |b| {
+                        t.extend_from_slice(b);
+                        Ok(())
+                    });
+                    let outs: Vec<Block> = p.outputs.iter().map(|&o| l[o as usize]).collect();
+                    (t, outs, ctr)
+                };
+                let want = garbled(&plain);
+                for p in &sums {
+                    let got = garbled(p);
+                    assert!(got.0 == want.0, "{:?}: tables differ", h.kind());
+                    assert_eq!(got.1, want.1, "{:?}: output labels differ", h.kind());
+                    assert_eq!(got.2, want.2);
+                    // The evaluator's labels of all-zero inputs are the garbler's
+                    // zero labels: its outputs are the zero labels when the
+                    // circuit's outputs are zero there, else those XOR delta.
+                    let mut l = inputs(p);
+                    let mut ctr = 3;
+                    let mut tables = got.0.as_slice();
+                    evaluate(p, &h, &mut l, &mut ctr, &mut |buf: &mut [u8]| {
+                        let (now, rest) = tables.split_at(buf.len());
+                        buf.copy_from_slice(now);
+                        tables = rest;
+                        Ok::<(), ()>(())
+                    })
+                    .unwrap();
+                    let zeros = [
+                        vec![false; c.garbler_input_bits()],
+                        vec![false; c.evaluator_input_bits()],
+                    ];
+                    let bits = c.eval(&zeros[0], &zeros[1]).unwrap();
+                    for ((&o, &z), bit) in p.outputs.iter().zip(&got.1).zip(bits) {
+                        assert_eq!(l[o as usize], z ^ delta.select(bit), "{:?}", h.kind());
+                    }
+                }
             }
         }
     }

@@ -32,6 +32,24 @@
 //! triple too (INV is XOR with the constant-1 slot, whose garbler label is
 //! `R` and evaluator label zero; EQ and EQW use the constant slots), so a run
 //! of free gates is one branch-free loop of `l[out] = l[a] ^ l[b]`.
+//!
+//! # XOR sums
+//!
+//! Free XOR is linear, so a tree of free gates whose inner wires are read once
+//! needs no label for those wires: before slots are given, each run of free
+//! gates becomes XOR sums `l[out] = l[i1] ^ ... ^ l[ik]` of up to
+//! [`MAX_SUM`] inputs (a gate absorbs the gate of an input wire that it alone
+//! reads, in the same run; a wire twice in a sum cancels). A sum's inner wires
+//! are never stored nor loaded, and its record (`[i1, .., ik, out]`) is
+//! fewer words than its gates' triples: AES-128's 24,744 free gates become
+//! 16,756 sums (`ccbench gc circuit stats`). The sums of a run are ordered by
+//! their depth within the run and, within a depth, by how many inputs they
+//! have, so that each arity is one branch-free loop of its own ([`XorRun`]);
+//! a run that would split into short loops keeps its gates. The AND gates and
+//! their order (the hash tweaks) do not change, and the tables and labels are
+//! those of the gates, so the parties need not compile alike.
+
+use std::mem::discriminant;
 
 use sha2::{Digest, Sha256};
 
@@ -47,28 +65,76 @@ pub(crate) const ONE_SLOT: u32 = 1;
 /// Slots reserved for the constants before any wire gets one.
 const RESERVED_SLOTS: u32 = 2;
 
-/// A run of the schedule: the next `n` gates are AND gates, or XOR gates.
+/// The most inputs of one XOR sum (see the module documentation): four keeps
+/// a record at five words and three loops, and takes in most of AES-128's
+/// trees (measured in `docs/gc-2pc.md`, "XOR sums").
+pub(crate) const MAX_SUM: usize = 4;
+
+/// The fewest XOR sums a loop of one arity has on average for a run to be
+/// kept as sums (see `fuse_xors`): with fewer, each loop's start costs about
+/// what its sums save (SHA-256, six sums a loop: no faster; AES-128, about 45:
+/// `docs/gc-2pc.md`, "XOR sums").
+const MIN_LOOP: usize = 16;
+
+/// A run of the schedule: the next `n` records are AND gates, or XOR sums of
+/// 2, 3 or 4 inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Segment {
     Ands(u32),
     Xors(u32),
+    Xors3(u32),
+    Xors4(u32),
 }
 
-/// A run of the schedule's gates, `[a, b, out]` over slots ([`Program::runs`]).
+impl Segment {
+    /// Records in the segment, and words a record (inputs, then the output).
+    fn shape(self) -> (usize, usize) {
+        match self {
+            Segment::Ands(n) | Segment::Xors(n) => (n as usize, 3),
+            Segment::Xors3(n) => (n as usize, 4),
+            Segment::Xors4(n) => (n as usize, 5),
+        }
+    }
+
+    /// A free segment of `n` sums of `k` inputs.
+    fn xors(k: usize, n: u32) -> Segment {
+        match k {
+            2 => Segment::Xors(n),
+            3 => Segment::Xors3(n),
+            _ => Segment::Xors4(n),
+        }
+    }
+
+    /// Adds `n` records to a segment of the same kind.
+    fn grow(&mut self, n: u32) {
+        match self {
+            Segment::Ands(m) | Segment::Xors(m) | Segment::Xors3(m) | Segment::Xors4(m) => *m += n,
+        }
+    }
+}
+
+/// A run of the schedule's gates over slots ([`Program::runs`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Run<'a> {
-    /// AND gates of one AND depth: independent of each other.
+    /// AND gates of one AND depth, `[a, b, out]`: independent of each other.
     Ands(&'a [[u32; 3]]),
-    /// Free gates, each an XOR (see [`Program`]), in order.
-    Xors(&'a [[u32; 3]]),
+    /// Free gates as XOR sums (see [`Program`]), in order.
+    Xors(XorRun<'a>),
 }
 
-/// The read of `a` is the last read of its wire: its slot is free after it.
-const FREE_A: u8 = 1;
-/// The read of `b` is the last read of its wire.
-const FREE_B: u8 = 2;
-/// The gate's output is never read (and is no circuit output).
-const DEAD: u8 = 4;
+/// XOR sums of one arity, `[i1, .., ik, out]`: `l[out] = l[i1] ^ .. ^ l[ik]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum XorRun<'a> {
+    Two(&'a [[u32; 3]]),
+    Three(&'a [[u32; 4]]),
+    Four(&'a [[u32; 5]]),
+}
+
+/// The record's output is never read (and is no circuit output).
+const DEAD: u8 = 1;
+/// The read of input `i` is the last read of its wire (its slot is free after
+/// it): bit `FREE << i`.
+const FREE: u8 = 2;
 
 /// A gate as the wire triple `[a, b, out]` of an XOR (or an AND, which its kind
 /// tells): an operand that the gate does not read is one of two constant wires
@@ -96,12 +162,13 @@ fn schedule_key(d: u32, kind: GateKind) -> usize {
 /// A compiled circuit (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Program {
-    /// Every gate `[a, b, out]` over slots, in schedule order: AND gates, and
-    /// every other gate as an XOR (INV is XOR with [`ONE_SLOT`], EQ 0/1 is XOR
-    /// of [`ZERO_SLOT`] with itself/[`ONE_SLOT`], EQW is XOR with
-    /// [`ZERO_SLOT`]), so free gates need no dispatch.
-    gates: Vec<[u32; 3]>,
-    /// The runs of `gates`, in order.
+    /// Every record over slots, in schedule order, one after the other: AND
+    /// gates `[a, b, out]`, and the free gates as XOR sums `[i1, .., ik, out]`
+    /// (INV is XOR with [`ONE_SLOT`], EQ 0/1 is XOR of [`ZERO_SLOT`] with
+    /// itself/[`ONE_SLOT`], EQW is XOR with [`ZERO_SLOT`]), so free gates need
+    /// no dispatch.
+    code: Vec<u32>,
+    /// The runs of `code`, in order.
     segments: Vec<Segment>,
     pub(crate) num_slots: u32,
     pub(crate) garbler_inputs: Vec<u32>,
@@ -112,7 +179,8 @@ pub struct Program {
 }
 
 impl Program {
-    /// Compiles a circuit.
+    /// Compiles a circuit, its free gates as XOR sums (the form for a program
+    /// that runs many times; [`Program::compile_with`] chooses).
     ///
     /// Four linear passes, each streaming over one array and touching the
     /// wire-indexed ones only where it must (see the module documentation
@@ -127,7 +195,8 @@ impl Program {
     ///    wire (a bitset made each mark wait for the one before it in the same
     ///    word: nearby wires share one);
     /// 4. forwards over the schedule: slots from the free list, written over
-    ///    the wire triples in place.
+    ///    the wire records in place (after pass 2, the free gates' runs may
+    ///    become XOR sums: `fuse_xors`).
     ///
     /// Then the digest. The result is identical to the first, gather-based
     /// compiler's (a test keeps that one as the reference). The memory is
@@ -135,6 +204,24 @@ impl Program {
     /// program (12 bytes a gate), five bytes a wire (depths, then slots, and
     /// the marks of pass 3) and one byte a gate. Timings in `docs/gc-2pc.md` ("Compilation").
     pub fn compile(c: &Circuit) -> Program {
+        Program::compile_with(c, true)
+    }
+
+    /// [`Program::compile`], with the free gates as XOR sums (`sums`) or as
+    /// the circuit's own gates. The sums make each evaluation's free gates
+    /// cheaper and the compilation dearer (AES-128: about 7% less garbling
+    /// time, 1.7 times the compilation's), so a program compiled for one
+    /// evaluation is better without them ([`crate::session::SUMS_FROM`]).
+    /// Both forms garble to the same tables and labels: the parties need not
+    /// agree on it.
+    pub fn compile_with(c: &Circuit, sums: bool) -> Program {
+        Program::compile_impl(c, sums.then_some(MIN_LOOP))
+    }
+
+    /// The compiler, with XOR sums where a run's loops of one arity have at
+    /// least `min_loop` sums on average (tests pass 0 to make sums of every
+    /// run), or none.
+    pub(crate) fn compile_impl(c: &Circuit, min_loop: Option<usize>) -> Program {
         let gates = c.gates();
         let nw = c.num_wires() as usize;
         let input_bits = c.input_bits();
@@ -194,9 +281,15 @@ impl Program {
             next[key] += 1;
         }
         drop(next);
+        // 2b. The free gates as XOR sums.
+        let (mut code, segments) = match min_loop {
+            Some(m) => fuse_xors(c, &sched, &segments, zero, m),
+            None => (sched.into_flattened(), segments),
+        };
+        let records: usize = segments.iter().map(|s| s.shape().0).sum();
         // 3. Last reads and dead outputs, backwards; outputs live forever.
         // The constant wires are marked like the others and never freed.
-        let mut flags = vec![0u8; gates.len()];
+        let mut flags = vec![0u8; records];
         let mut seen = vec![0u8; nw + 2];
         let mut mark = |w: u32| -> u8 {
             let first = 1 - seen[w as usize];
@@ -206,15 +299,23 @@ impl Program {
         for w in c.output_wires() {
             mark(w);
         }
-        for (&[a, b, out], f) in sched.iter().zip(flags.iter_mut()).rev() {
-            let dead = mark(out);
-            let free_a = mark(a) & u8::from(a < zero);
-            let free_b = mark(b) & u8::from(b < zero);
-            *f = (dead * DEAD) | (free_a * FREE_A) | (free_b * FREE_B);
+        let (mut end, mut r) = (code.len(), records);
+        for seg in segments.iter().rev() {
+            let (n, st) = seg.shape();
+            for _ in 0..n {
+                end -= st;
+                r -= 1;
+                let rec = &code[end..end + st];
+                let mut f = mark(rec[st - 1]) * DEAD;
+                for (i, &w) in rec[..st - 1].iter().enumerate() {
+                    f |= (mark(w) & u8::from(w < zero)) * (FREE << i);
+                }
+                flags[r] = f;
+            }
         }
         drop(seen);
-        // 4. Slots, in the depths' memory, and the triples over slots in the
-        // wire triples' place.
+        // 4. Slots, in the depths' memory, and the records over slots in the
+        // wire records' place.
         let mut slot = depth;
         slot.fill(u32::MAX);
         slot[zero as usize] = ZERO_SLOT;
@@ -233,25 +334,32 @@ impl Program {
         let gbits = c.garbler_input_bits();
         let garbler_inputs = slot[..gbits].to_vec();
         let evaluator_inputs = slot[gbits..input_bits].to_vec();
-        for (t, &f) in sched.iter_mut().zip(&flags) {
-            let (ra, rb) = (slot[t[0] as usize], slot[t[1] as usize]);
-            if f & FREE_A != 0 {
-                free_slots.push(ra);
+        let (mut at, mut r) = (0usize, 0usize);
+        for seg in &segments {
+            let (n, st) = seg.shape();
+            for _ in 0..n {
+                let rec = &mut code[at..at + st];
+                let f = flags[r];
+                for (i, w) in rec[..st - 1].iter_mut().enumerate() {
+                    *w = slot[*w as usize];
+                    if f & (FREE << i) != 0 {
+                        free_slots.push(*w);
+                    }
+                }
+                let out = alloc(&mut free_slots);
+                slot[rec[st - 1] as usize] = out;
+                if f & DEAD != 0 {
+                    free_slots.push(out);
+                }
+                rec[st - 1] = out;
+                at += st;
+                r += 1;
             }
-            if f & FREE_B != 0 {
-                free_slots.push(rb);
-            }
-            let out = alloc(&mut free_slots);
-            slot[t[2] as usize] = out;
-            if f & DEAD != 0 {
-                free_slots.push(out);
-            }
-            *t = [ra, rb, out];
         }
         drop(flags);
         let outputs = c.output_wires().map(|w| slot[w as usize]).collect();
         Program {
-            gates: sched,
+            code,
             segments,
             num_slots,
             garbler_inputs,
@@ -319,14 +427,27 @@ impl Program {
     pub(crate) fn runs(&self) -> impl Iterator<Item = Run<'_>> {
         let mut at = 0usize;
         self.segments.iter().map(move |&seg| {
-            let (n, ands) = match seg {
-                Segment::Ands(n) => (n as usize, true),
-                Segment::Xors(n) => (n as usize, false),
-            };
-            let run = &self.gates[at..at + n];
-            at += n;
-            if ands { Run::Ands(run) } else { Run::Xors(run) }
+            let (n, st) = seg.shape();
+            let words = &self.code[at..at + n * st];
+            at += n * st;
+            match seg {
+                Segment::Ands(_) => Run::Ands(words.as_chunks().0),
+                Segment::Xors(_) => Run::Xors(XorRun::Two(words.as_chunks().0)),
+                Segment::Xors3(_) => Run::Xors(XorRun::Three(words.as_chunks().0)),
+                Segment::Xors4(_) => Run::Xors(XorRun::Four(words.as_chunks().0)),
+            }
         })
+    }
+
+    /// Free-gate records of the compiled program: the XOR sums that stand for
+    /// the circuit's free gates (fewer than those where sums absorbed gates;
+    /// see the module documentation).
+    pub fn xor_sums(&self) -> u64 {
+        let sums = |seg: &Segment| match *seg {
+            Segment::Ands(_) => 0,
+            Segment::Xors(n) | Segment::Xors3(n) | Segment::Xors4(n) => u64::from(n),
+        };
+        self.segments.iter().map(sums).sum()
     }
 
     /// Plain evaluation over slots (checks the schedule; tests use it).
@@ -351,14 +472,180 @@ impl Program {
                     }
                 }
                 Run::Xors(run) => {
-                    for &[a, b, o] in run {
-                        v[o as usize] = v[a as usize] ^ v[b as usize];
+                    let mut sum = |rec: &[u32]| {
+                        let (o, ins) = rec.split_last().unwrap();
+                        v[*o as usize] = ins.iter().fold(false, |x, &i| x ^ v[i as usize]);
+                    };
+                    match run {
+                        XorRun::Two(r) => r.iter().for_each(|t| sum(t)),
+                        XorRun::Three(r) => r.iter().for_each(|t| sum(t)),
+                        XorRun::Four(r) => r.iter().for_each(|t| sum(t)),
                     }
                 }
             }
         }
         self.outputs.iter().map(|&s| v[s as usize]).collect()
     }
+}
+
+/// Pass 2b of [`Program::compile`]: each run of free gates of the schedule
+/// `sched` (wire triples, runs `segments`) as XOR sums (see the module
+/// documentation). Returns the records, one after the other, and their runs.
+///
+/// A gate is absorbed by the gate that reads its output when that is the
+/// output's only read (no other gate, no circuit output) and both are in the
+/// same run: walking the run backwards, each gate not yet absorbed starts a
+/// sum and replaces an input by the two inputs of the gate it absorbs while
+/// the sum has room. Every gate a sum reads from its own run is then a sum
+/// itself, earlier in the run, so a sum's depth (one more than the deepest sum
+/// it reads, zero if none) orders the run topologically.
+fn fuse_xors(
+    c: &Circuit,
+    sched: &[[u32; 3]],
+    segments: &[Segment],
+    zero: u32,
+    min_loop: usize,
+) -> (Vec<u32>, Vec<Segment>) {
+    // Per wire: one more than the schedule position of the gate that assigns
+    // it (0: an input or a constant) in the low 30 bits, and its reads,
+    // saturating at 2, in the high 2 (a circuit output counts as two reads).
+    // One array, so that a look-up is one access.
+    const POS: u32 = (1 << 30) - 1;
+    const READ: u32 = 1 << 30;
+    if sched.len() >= POS as usize {
+        return (sched.as_flattened().to_vec(), segments.to_vec());
+    }
+    let mut info = vec![0u32; zero as usize + 2];
+    for (p, &[a, b, out]) in sched.iter().enumerate() {
+        for w in [a, b] {
+            let x = &mut info[w as usize];
+            *x += READ * u32::from(*x < 2 * READ);
+        }
+        info[out as usize] |= p as u32 + 1;
+    }
+    for w in c.output_wires() {
+        info[w as usize] |= 2 * READ;
+    }
+    let mut code = Vec::with_capacity(sched.len() * 3);
+    let mut out_segments: Vec<Segment> = Vec::with_capacity(segments.len());
+    let mut absorbed: Vec<bool> = Vec::new();
+    let mut depth: Vec<u32> = Vec::new();
+    let mut sums: Vec<([u32; MAX_SUM], usize, u32, u32)> = Vec::new();
+    let (mut slots, mut order): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    let mut s = 0usize;
+    for &seg in segments {
+        let (n, _) = seg.shape();
+        let run = &sched[s..s + n];
+        if let Segment::Ands(_) = seg {
+            code.extend_from_slice(run.as_flattened());
+            out_segments.push(seg);
+            s += n;
+            continue;
+        }
+        // The run's position of the gate that assigns `w`, if in this run (a
+        // wire a gate of the run reads is assigned before it), and whether
+        // that gate's only reader is the one asking.
+        let local = |w: u32| -> Option<(usize, bool)> {
+            let x = info[w as usize];
+            let p = (x & POS) as usize;
+            (p > s).then(|| (p - 1 - s, x >> 30 == 1))
+        };
+        absorbed.clear();
+        absorbed.resize(n, false);
+        sums.clear();
+        for i in (0..n).rev() {
+            if absorbed[i] {
+                continue;
+            }
+            let [a, b, out] = run[i];
+            let mut ins = [zero; MAX_SUM];
+            (ins[0], ins[1]) = (a, b);
+            let (mut k, mut j) = (2usize, 0usize);
+            while j < k {
+                match local(ins[j]) {
+                    Some((p, true)) if k < MAX_SUM => {
+                        absorbed[p] = true;
+                        [ins[j], ins[k]] = [run[p][0], run[p][1]];
+                        k += 1;
+                    }
+                    _ => j += 1,
+                }
+            }
+            // A wire twice in a sum cancels (rare: compared pairwise).
+            let mut x = 0;
+            while x < k {
+                match (x + 1..k).find(|&y| ins[y] == ins[x]) {
+                    Some(y) => {
+                        ins.copy_within(y + 1..k, y);
+                        ins.copy_within(x + 1..k - 1, x);
+                        k -= 2;
+                    }
+                    None => x += 1,
+                }
+            }
+            ins[k..].fill(zero);
+            sums.push((ins, k.max(2), out, i as u32));
+        }
+        sums.reverse();
+        // Depths within the run, indexed by the run position of the sum's
+        // gate; then a counting sort by depth and arity, the sort key.
+        depth.clear();
+        depth.resize(n, 0);
+        let mut keys = 0usize;
+        for e in sums.iter_mut() {
+            let d = e.0[..e.1]
+                .iter()
+                .filter_map(|&w| local(w).map(|(p, _)| p))
+                .inspect(|&p| debug_assert!(!absorbed[p], "a sum reads an absorbed gate"))
+                .map(|p| depth[p] + 1)
+                .max()
+                .unwrap_or(0);
+            depth[e.3 as usize] = d;
+            e.3 = d * (MAX_SUM as u32 - 1) + (e.1 as u32 - 2);
+            keys = keys.max(e.3 as usize + 1);
+        }
+        slots.clear();
+        slots.resize(keys + 1, 0);
+        for e in &sums {
+            slots[e.3 as usize + 1] += 1;
+        }
+        for i in 1..=keys {
+            slots[i] += slots[i - 1];
+        }
+        order.clear();
+        order.resize(sums.len(), 0);
+        for (j, e) in sums.iter().enumerate() {
+            order[slots[e.3 as usize] as usize] = j as u32;
+            slots[e.3 as usize] += 1;
+        }
+        // A run whose sums would split into short loops (fewer than
+        // `min_loop` sums an arity change on average: SHA-256's chains) stays
+        // as its gates; a loop's start costs about what a short run saves.
+        let arity = |j: &u32| sums[*j as usize].1;
+        let loops = 1 + order
+            .windows(2)
+            .filter(|w| arity(&w[0]) != arity(&w[1]))
+            .count();
+        if sums.len() < min_loop * loops {
+            code.extend_from_slice(run.as_flattened());
+            out_segments.push(seg);
+            s += n;
+            continue;
+        }
+        for &j in &order {
+            let (ins, k, out, _) = sums[j as usize];
+            code.extend_from_slice(&ins[..k]);
+            code.push(out);
+            match out_segments.last_mut() {
+                Some(last) if discriminant(last) == discriminant(&Segment::xors(k, 0)) => {
+                    last.grow(1)
+                }
+                _ => out_segments.push(Segment::xors(k, 1)),
+            }
+        }
+        s += n;
+    }
+    (code, out_segments)
 }
 
 /// SHA-256 over the circuit's layout, parties and gates. Each gate is its kind
@@ -527,7 +814,7 @@ mod tests {
             }
             let outputs = c.output_wires().map(|w| slot[w as usize]).collect();
             Program {
-                gates: triples,
+                code: triples.into_flattened(),
                 segments,
                 num_slots,
                 garbler_inputs,
@@ -572,8 +859,11 @@ mod tests {
     }
 
     fn same(c: &Circuit) {
-        let (p, r) = (Program::compile(c), Program::compile_reference(c));
-        assert_eq!(p.gates, r.gates);
+        let (p, r) = (
+            Program::compile_with(c, false),
+            Program::compile_reference(c),
+        );
+        assert_eq!(p.code, r.code);
         assert_eq!(p.segments, r.segments);
         assert_eq!(p.num_slots, r.num_slots);
         assert_eq!(p.garbler_inputs, r.garbler_inputs);
@@ -617,6 +907,28 @@ mod tests {
             let c = crate::library::by_name(name).unwrap();
             same(&c);
         }
+    }
+
+    /// Two gates that only one gate reads become one sum with it, and the
+    /// wire both read cancels: `(a ^ b) ^ (a ^ c)` is one record `[b, c, out]`.
+    #[test]
+    fn a_tree_of_single_reads_is_one_sum_and_a_wire_twice_cancels() {
+        let gates = vec![
+            Gate::Xor { a: 0, b: 1, out: 3 },
+            Gate::Xor { a: 0, b: 2, out: 4 },
+            Gate::Xor { a: 3, b: 4, out: 5 },
+        ];
+        let c = Circuit::new(6, vec![3], vec![1], gates).unwrap();
+        let p = Program::compile_impl(&c, Some(0));
+        assert_eq!(p.segments, [Segment::Xors(1)]);
+        let [b, cc] = [p.garbler_inputs[1], p.garbler_inputs[2]];
+        assert_eq!(p.code, [b, cc, p.outputs[0]]);
+        for x in 0..8u8 {
+            let bits: Vec<bool> = (0..3).map(|i| x >> i & 1 == 1).collect();
+            assert_eq!(p.eval_plain(&bits, &[]), c.eval(&bits, &[]).unwrap());
+        }
+        // Without sums: the three gates.
+        assert_eq!(Program::compile_with(&c, false).xor_sums(), 3);
     }
 
     /// A random SSA circuit with every gate kind, repeated inputs (`a ==
@@ -672,7 +984,10 @@ mod tests {
                 (0..k).map(|_| { x = x.rotate_left(7) ^ 0x9e37; x & 1 == 1 }).collect()
             };
             let (g, e) = (bits(gi), bits(ei));
-            prop_assert_eq!(Program::compile(&c).eval_plain(&g, &e), c.eval(&g, &e).unwrap());
+            let want = c.eval(&g, &e).unwrap();
+            prop_assert_eq!(&Program::compile(&c).eval_plain(&g, &e), &want);
+            // XOR sums in every run, however short.
+            prop_assert_eq!(&Program::compile_impl(&c, Some(0)).eval_plain(&g, &e), &want);
             let _ = Party::Garbler;
         }
     }

@@ -566,7 +566,7 @@ impl<'a> Source<'a> {
                 st.enter(Stage::Load, ch);
                 check_inputs(inputs, party, c.party_input_bits(party))?;
                 let tc = Instant::now();
-                let prog = Program::compile(c);
+                let prog = Program::compile_with(c, inputs.len() >= SUMS_FROM);
                 Ok((Cow::Owned(prog), tc.elapsed()))
             }
             Source::Program(p) => {
@@ -576,6 +576,13 @@ impl<'a> Source<'a> {
         }
     }
 }
+
+/// The fewest evaluations for which a session compiles its circuit's free
+/// gates into XOR sums ([`Program::compile_with`]): the sums take AES-128's
+/// compilation from about 0.63 to 1.1 ms and save about 7 µs of each
+/// evaluation's garbling (`docs/gc-2pc.md`, "XOR sums"), so a single evaluation
+/// would pay for them and not get them back.
+pub const SUMS_FROM: usize = 64;
 
 /// The memory a computation of `n` evaluations of `circuit` takes in `party`'s process at its
 /// peak, in bytes, beyond the circuit and its compiled program: the correlated OT extension
