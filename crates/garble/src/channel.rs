@@ -435,7 +435,7 @@ fn write_all_within(
 /// Writes: `send` appends to a 64 KiB block, and a full block goes to the socket
 /// from the calling thread; a small message that does not fit waits in a spill
 /// room for the next write, so that it never waits for the socket itself
-/// ([`SPILL`]); `flush` writes the rest. No writer thread: on the
+/// (`SPILL`); `flush` writes the rest. No writer thread: on the
 /// two cores the parties share, a thread that took the blocks over did not let
 /// the garbler compute more (both cores are busy either way) but cost two
 /// context switches a block and a colder copy (measured, `docs/gc-2pc.md`).
@@ -629,7 +629,7 @@ impl TcpChannel {
 }
 
 impl Channel for TcpChannel {
-    /// A message of at most [`SPILL`] bytes that fits in the block's spill room is
+    /// A message of at most `SPILL` bytes that fits in the block's spill room is
     /// appended without a write: it goes out with the next block or flush.
     fn send(&mut self, mut data: &[u8]) -> Result<(), ChannelError> {
         self.sent += data.len() as u64;

@@ -38,13 +38,13 @@
 //! Free XOR is linear, so a tree of free gates whose inner wires are read once
 //! needs no label for those wires: before slots are given, each run of free
 //! gates becomes XOR sums `l[out] = l[i1] ^ ... ^ l[ik]` of up to
-//! [`MAX_SUM`] inputs (a gate absorbs the gate of an input wire that it alone
+//! four inputs (a gate absorbs the gate of an input wire that it alone
 //! reads, in the same run; a wire twice in a sum cancels). A sum's inner wires
 //! are never stored nor loaded, and its record (`[i1, .., ik, out]`) is
 //! fewer words than its gates' triples: AES-128's 24,744 free gates become
 //! 16,756 sums (`ccbench gc circuit stats`). The sums of a run are ordered by
 //! their depth within the run and, within a depth, by how many inputs they
-//! have, so that each arity is one branch-free loop of its own ([`XorRun`]);
+//! have, so that each arity is one branch-free loop of its own (`XorRun`);
 //! a run that would split into short loops keeps its gates. The AND gates and
 //! their order (the hash tweaks) do not change, and the tables and labels are
 //! those of the gates, so the parties need not compile alike.
