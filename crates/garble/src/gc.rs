@@ -104,11 +104,12 @@ impl<'a> Slots<'a> {
     pub(crate) fn xor_run(&mut self, run: XorRun<'_>) {
         match run {
             XorRun::Two(r) => self.xor_triples(r),
-            XorRun::Three(r) => self.xor_sums(r),
-            XorRun::Four(r) => self.xor_sums(r),
+            XorRun::Three(r) => self.sum_run(r),
+            XorRun::Four(r) => self.sum_run(r),
         }
     }
 
+    /// Sums of two inputs, records `[a, b, out]` (the circuit's own XOR gates).
     /// About 16 instructions a gate (three gate-list loads, three masks,
     /// three scalings, two label loads, a XOR, a store, the loop control).
     /// The slice is taken as `..=mask` here so that LLVM sees every masked
@@ -129,7 +130,7 @@ impl<'a> Slots<'a> {
     /// Sums of `N - 1` inputs, records `[i1, .., out]`; masked as
     /// [`Slots::xor_triples`] is.
     #[inline(always)]
-    fn xor_sums<const N: usize>(&mut self, run: &[[u32; N]]) {
+    fn sum_run<const N: usize>(&mut self, run: &[[u32; N]]) {
         let m = self.mask;
         let l = &mut self.l[..=m];
         for rec in run {
