@@ -1232,6 +1232,24 @@ mod tests {
         }
     }
 
+    /// `data` from a client through a link of profile `p` to a server that reads to the
+    /// end: the link, the bytes the server got, and the time from the client's connection to
+    /// the server's last byte.
+    fn through(p: &Profile, data: &[u8]) -> (Link, Vec<u8>, Duration) {
+        let (addr, srv) = server(|mut s| {
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            got
+        });
+        let link = p.start(addr).unwrap().unwrap();
+        let start = Instant::now();
+        let mut c = TcpStream::connect(link.addr()).unwrap();
+        c.write_all(data).unwrap();
+        c.shutdown(Shutdown::Write).unwrap();
+        let got = srv.join().unwrap();
+        (link, got, start.elapsed())
+    }
+
     /// Both directions at once, each more than the link holds: every byte arrives
     /// unchanged and in order.
     #[test]
@@ -1272,19 +1290,10 @@ mod tests {
     #[test]
     fn a_transfer_takes_its_bytes_over_the_rate() {
         const N: usize = 1_200_000;
-        let (addr, srv) = server(|mut s| {
-            let mut got = Vec::new();
-            s.read_to_end(&mut got).unwrap();
-            got.len()
-        });
         let p = shaped(32_000_000, 0);
-        let link = p.start(addr).unwrap().unwrap();
-        let start = Instant::now();
-        let mut c = TcpStream::connect(link.addr()).unwrap();
-        c.write_all(&pattern(N, 3)).unwrap();
-        c.shutdown(Shutdown::Write).unwrap();
-        assert_eq!(srv.join().unwrap(), N);
-        let took = start.elapsed().as_secs_f64();
+        let (link, got, took) = through(&p, &pattern(N, 3));
+        assert_eq!(got.len(), N);
+        let took = took.as_secs_f64();
         let rate = p.rate_bytes_per_s().unwrap();
         let floor = (N - link.shape().burst_bytes()) as f64 / rate;
         assert!(
@@ -1304,21 +1313,10 @@ mod tests {
         // 8 MB at 100 MB/s through a line that holds about 360 KB: the reader finds it
         // full some twenty times.
         const N: usize = 8_000_000;
-        let (addr, srv) = server(|mut s| {
-            let mut got = Vec::new();
-            s.read_to_end(&mut got).unwrap();
-            got
-        });
-        let p = shaped(800_000_000, 0);
-        let link = p.start(addr).unwrap().unwrap();
-        assert!(link.shape().capacity() < N / 20);
         let sent = pattern(N, 5);
-        let start = Instant::now();
-        let mut c = TcpStream::connect(link.addr()).unwrap();
-        c.write_all(&sent).unwrap();
-        c.shutdown(Shutdown::Write).unwrap();
-        assert!(srv.join().unwrap() == sent, "the bytes changed on the way");
-        let took = start.elapsed();
+        let (link, got, took) = through(&shaped(800_000_000, 0), &sent);
+        assert!(link.shape().capacity() < N / 20);
+        assert!(got == sent, "the bytes changed on the way");
         assert!(
             took < Duration::from_millis(1200),
             "{took:?} for 80 ms of bytes"
