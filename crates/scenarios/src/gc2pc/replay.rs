@@ -287,9 +287,7 @@ mod tests {
     fn a_link_moves_each_wait_by_what_the_peer_was_doing() {
         let wire = Wire {
             one_way: ms(0.5),
-            rate: None,
-            burst: 0.0,
-            start_lag: None,
+            ..Wire::NONE
         };
         // The evaluator compiles faster and answers the header as soon as it arrives: Init
         // is the round trip. Its base OTs end 1 ms before the garbler's over loopback
@@ -327,9 +325,8 @@ mod tests {
         let (g, e) = session(33.0, 3.0);
         let wire = Wire {
             one_way: ms(0.5),
-            rate: None,
-            burst: 0.0,
             start_lag: Some(3.5e-3),
+            ..Wire::NONE
         };
         let got = garbler_start(&g, &e, wire).unwrap();
         assert!(close(got[1], 1.0), "Init {:?}", got[1]);
@@ -360,9 +357,7 @@ mod tests {
         let (g, e) = session(28.0, 5.0);
         let fast = Wire {
             one_way: ms(0.5),
-            rate: None,
-            burst: 0.0,
-            start_lag: None,
+            ..Wire::NONE
         };
         let slow = Wire {
             rate: Some(12.0e6),
@@ -450,9 +445,7 @@ mod tests {
         // garbler's base-OT points: a round trip more.
         let far = Wire {
             one_way: Duration::from_secs(1),
-            rate: None,
-            burst: 0.0,
-            start_lag: None,
+            ..Wire::NONE
         };
         let added = added_by(&[(g.clone(), e.clone())], far).unwrap();
         assert!(added[1] > 1.9, "Init {added:?}");
@@ -467,9 +460,7 @@ mod tests {
     fn what_a_link_adds_is_the_median_over_sessions() {
         let wire = Wire {
             one_way: ms(0.5),
-            rate: None,
-            burst: 0.0,
-            start_lag: None,
+            ..Wire::NONE
         };
         let pairs = vec![session(28.0, 3.0), session(28.0, 5.0), session(28.0, 9.0)];
         let added = added_by(&pairs, wire).unwrap();
