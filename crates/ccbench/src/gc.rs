@@ -356,11 +356,12 @@ fn build(name: &str, output: &Path) -> Result<ExitCode> {
 
 fn stats(spec: &str) -> Result<ExitCode> {
     let c = circuit(spec)?;
-    print_stats(spec, &c.stats());
+    // The compiler's first pass computes the circuit's statistics too.
     let p = garble::program::Program::compile(&c);
+    print_stats(spec, p.stats());
     println!(
         "compiled           {} free gates as {} XOR sums, {} label slots",
-        c.stats().free_gates(),
+        p.stats().free_gates(),
         p.xor_sums(),
         p.num_slots()
     );
