@@ -1313,6 +1313,9 @@ fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
         "lookup in a public table",
         // The default circuit reveals R blinded.
         "ed25519-sign-reveal/msg64",
+        // Without --hash, the signature under both hashes in pairs, and their ratio judged.
+        "hashes-ed25519-sign",
+        "hash-cost",
     ] {
         assert!(text.contains(needle), "{needle} missing");
     }

@@ -73,6 +73,9 @@ struct Plan {
     runs: usize,
     /// Bytes sent to measure loopback bandwidth.
     loopback_bytes: usize,
+    /// Pairs of signatures, one under each garbling hash, when `--hash` chose none (over
+    /// loopback: the price of the multi-instance bound, `analysis::hash_table`).
+    hash_pairs: usize,
 }
 
 impl Plan {
@@ -83,12 +86,14 @@ impl Plan {
                 gates: 1 << 20,
                 runs: 5,
                 loopback_bytes: 256 << 20,
+                hash_pairs: 2,
             },
             Preset::Full => Plan {
                 signatures: 5,
                 gates: 1 << 22,
                 runs: 11,
                 loopback_bytes: 1 << 30,
+                hash_pairs: 5,
             },
         }
     }
@@ -618,9 +623,15 @@ impl Scenario for Ed25519Pc {
         };
         let plan = Plan::of(ctx.options.preset);
         // The sessions' garbling hash (`--hash`; MITCCRH by default).
-        let (hash, _) = crate::gc2pc::session_hash(ctx)?;
+        let (hash, hash_chosen) = crate::gc2pc::session_hash(ctx)?;
+        // Without a choice, and over loopback, both hashes in alternated pairs as well.
+        let hash_pairs = if hash_chosen || !net.is_loopback() {
+            0
+        } else {
+            plan.hash_pairs
+        };
         // Over a link, each signature has a twin over loopback (the predictions' compute).
-        let sessions = plan.signatures * if net.is_loopback() { 1 } else { 2 };
+        let sessions = plan.signatures * if net.is_loopback() { 1 } else { 2 } + 2 * hash_pairs;
         ctx.progress()
             .begin(NAME, (sessions + MICRO_KINDS.len() + 2) as u64);
         let c = Ed25519Sign {
@@ -744,6 +755,30 @@ impl Scenario for Ed25519Pc {
             ctx.progress().advance(1);
         }
         let rss_g = peak_rss();
+        // The same signature under each hash, back to back, the order alternating.
+        let mut pairs = Vec::with_capacity(hash_pairs);
+        for i in 0..hash_pairs {
+            let inputs = SignInputs::new(i);
+            let mitccrh_first = i % 2 == 0;
+            let time = |h: GcHash| -> Result<f64, ScenarioError> {
+                ctx.check_cancel()?;
+                let r = two_party(&c, &inputs, (h, scheme))?;
+                ctx.progress().advance(1);
+                Ok(r.report.total.as_secs_f64())
+            };
+            let (mitccrh_s, fixed_key_s) = if mitccrh_first {
+                let m = time(GcHash::Mitccrh)?;
+                (m, time(GcHash::FixedKey)?)
+            } else {
+                let f = time(GcHash::FixedKey)?;
+                (time(GcHash::Mitccrh)?, f)
+            };
+            pairs.push(analysis::HashPair {
+                mitccrh_s,
+                fixed_key_s,
+                mitccrh_first,
+            });
+        }
         // Over a link: the signatures over loopback give each stage's compute (the median),
         // and each stage of the signatures over the link its predicted time.
         // Each signature's predicted time over the link (none over loopback).
@@ -859,6 +894,22 @@ impl Scenario for Ed25519Pc {
             p(),
             Body::Table(analysis::comparison_table(&ours)),
         )?;
+        if hash_pairs > 0 {
+            let mut hp = p();
+            hp.remove("gc_hash");
+            ctx.emit(
+                NAME,
+                "2pc",
+                hp.clone(),
+                Body::Table(analysis::hash_table(&pairs)),
+            )?;
+            ctx.emit(
+                NAME,
+                "2pc",
+                hp,
+                Body::Check(analysis::hash_cost_check(&pairs)),
+            )?;
+        }
         for check in [
             analysis::signature_check(&runs),
             analysis::wire_check(stream::expected_wire_bytes(&c, &gs, scheme), &wire),
