@@ -755,29 +755,34 @@ impl Scenario for Ed25519Pc {
             ctx.progress().advance(1);
         }
         let rss_g = peak_rss();
-        // The same signature under each hash, back to back, the order alternating.
+        // The same signature under each hash, back to back, the order alternating; each
+        // signature and its bytes on the wire checked as the others are.
         let mut pairs = Vec::with_capacity(hash_pairs);
         for i in 0..hash_pairs {
             let inputs = SignInputs::new(i);
             let mitccrh_first = i % 2 == 0;
-            let time = |h: GcHash| -> Result<f64, ScenarioError> {
+            let sign = |h: GcHash| -> Result<Signed, ScenarioError> {
                 ctx.check_cancel()?;
                 let r = two_party(&c, &inputs, (h, scheme))?;
                 ctx.progress().advance(1);
-                Ok(r.report.total.as_secs_f64())
+                Ok(r)
             };
-            let (mitccrh_s, fixed_key_s) = if mitccrh_first {
-                let m = time(GcHash::Mitccrh)?;
-                (m, time(GcHash::FixedKey)?)
+            let (m, f) = if mitccrh_first {
+                let m = sign(GcHash::Mitccrh)?;
+                (m, sign(GcHash::FixedKey)?)
             } else {
-                let f = time(GcHash::FixedKey)?;
-                (time(GcHash::Mitccrh)?, f)
+                let f = sign(GcHash::FixedKey)?;
+                (sign(GcHash::Mitccrh)?, f)
             };
             pairs.push(analysis::HashPair {
-                mitccrh_s,
-                fixed_key_s,
+                mitccrh_s: m.report.total.as_secs_f64(),
+                fixed_key_s: f.report.total.as_secs_f64(),
                 mitccrh_first,
             });
+            for s in [m, f] {
+                wire.push((s.report.wire_bytes_sent, s.report.wire_bytes_received));
+                runs.push(s.run);
+            }
         }
         // Over a link: the signatures over loopback give each stage's compute (the median),
         // and each stage of the signatures over the link its predicted time.
