@@ -22,7 +22,8 @@
 //! run MITCCRH unless the user chose the fixed-key hash. The per-gate micro-benchmarks and
 //! the garbling without a network always measure both hashes, and without `--hash` the bulk
 //! sessions run under both too, so the `hashes` table shows what the multi-instance bound
-//! costs. Every record says its hash in `params.gc_hash` (`params.hash` is the AES backend,
+//! costs (the bulk configurations' sessions run in turn, one of each after the other, so
+//! that the machine's changes of speed fall on all of them alike). Every record says its hash in `params.gc_hash` (`params.hash` is the AES backend,
 //! as before). The `peers` table puts other engines' published or measured figures beside
 //! this run's.
 //!
@@ -706,22 +707,19 @@ impl Gc2pc {
             bulk_runs.push((hash, other_scheme(scheme)));
         }
         let mut bulk = 0.0;
-        for (h, sc) in bulk_runs {
-            let mut per_eval = Vec::with_capacity(plan.bulk_sessions);
-            let mut stages = Stages::new();
-            let mut total = 0.0;
-            let mut busy = [Vec::new(), Vec::new()];
-            let mut over = Vec::with_capacity(plan.bulk_sessions);
-            // Alternated with the same sessions over loopback, as the single-shot ones are
-            // (for the sessions whose stages are predicted).
-            let predicted = h == hash && sc == scheme && !net.is_loopback();
-            let mut base = Vec::new();
-            for _ in 0..plan.bulk_sessions {
+        // The configurations' sessions in turn, one of each after the other, so that a
+        // change in the machine's speed (this VM's move by 20-30% within minutes) falls on
+        // every configuration the `hashes` and `schemes` tables compare, not on one.
+        let mut runs: Vec<BulkSessions> = bulk_runs.iter().map(|_| Default::default()).collect();
+        for round in 0..plan.bulk_sessions {
+            for (&(h, sc), run) in bulk_runs.iter().zip(&mut runs) {
                 ctx.check_cancel()?;
                 let inputs = (gi.as_slice(), ei.as_slice());
                 let both = two_party_over(name, c, inputs, evals, (h, sc), net)?;
-                if predicted {
-                    base.push(two_party_over(
+                // Alternated with the same sessions over loopback, as the single-shot ones
+                // are (for the sessions whose stages are predicted).
+                if h == hash && sc == scheme && !net.is_loopback() {
+                    run.base.push(two_party_over(
                         name,
                         c,
                         inputs,
@@ -730,14 +728,29 @@ impl Gc2pc {
                         &Net::loopback(),
                     )?);
                 }
-                busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
-                busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
+                run.busy[0].push(both.garbler.busy.as_nanos() as f64 / evals as f64);
+                run.busy[1].push(both.evaluator_busy.as_nanos() as f64 / evals as f64);
                 let r = both.garbler;
-                add_stages(&mut stages, &r);
-                over.push((r.clone(), both.evaluator_start));
-                total += r.total.as_nanos() as f64;
-                per_eval.push(r.total.as_nanos() as f64 / evals as f64);
+                add_stages(&mut run.stages, &r);
+                run.total += r.total.as_nanos() as f64;
+                run.per_eval.push(r.total.as_nanos() as f64 / evals as f64);
+                run.over.push((r, both.evaluator_start));
+                // A configuration is one step of the progress: done with its last session.
+                if round + 1 == plan.bulk_sessions {
+                    ctx.progress().advance(1);
+                }
             }
+        }
+        for ((h, sc), run) in bulk_runs.into_iter().zip(runs) {
+            let BulkSessions {
+                per_eval,
+                mut stages,
+                total,
+                busy,
+                over,
+                base,
+            } = run;
+            let predicted = h == hash && sc == scheme && !net.is_loopback();
             let s = Samples {
                 iters_per_sample: evals,
                 per_iter_ns: per_eval,
@@ -801,7 +814,6 @@ impl Gc2pc {
                 );
                 ctx.emit(NAME, "2pc", bp, Body::Stages(breakdown))?;
             }
-            ctx.progress().advance(1);
         }
 
         let mand = |ns: f64| Value::from(and as f64 / ns * 1e3);
@@ -822,6 +834,24 @@ impl Gc2pc {
         ]);
         Ok(wire)
     }
+}
+
+/// One bulk configuration's sessions (hash and scheme), gathered while every
+/// configuration's sessions run in turn.
+#[derive(Default)]
+struct BulkSessions {
+    /// Each session's time per evaluation, ns.
+    per_eval: Vec<f64>,
+    /// The garbler's stages over the sessions.
+    stages: Stages,
+    /// The sessions' time, ns.
+    total: f64,
+    /// Each party's busy time per evaluation, ns, session by session.
+    busy: [Vec<f64>; 2],
+    /// Each session's garbler report and the evaluator's start.
+    over: Vec<(garble::session::SessionReport, garble::trace::StartTrace)>,
+    /// The same sessions over loopback, where the stages are predicted.
+    base: Vec<peer::TwoParty>,
 }
 
 /// The sessions of `evaluations` evaluations of circuit `name` over loopback (`sessions`,
