@@ -23,9 +23,9 @@
 //! the garbling without a network always measure both hashes, and without `--hash` the bulk
 //! sessions run under both too, so the `hashes` table shows what the multi-instance bound
 //! costs (the bulk configurations' sessions run in turn, one of each after the other, so
-//! that the machine's changes of speed fall on all of them alike). Every record says its hash in `params.gc_hash` (`params.hash` is the AES backend,
-//! as before). The `peers` table puts other engines' published or measured figures beside
-//! this run's.
+//! that the machine's changes of speed fall on all of them alike). Every record says its
+//! hash in `params.gc_hash` (`params.hash` is the AES backend, as before). The `peers`
+//! table puts other engines' published or measured figures beside this run's.
 //!
 //! The garbling scheme (`--scheme`, [`RunOptions::gc_scheme`](harness::RunOptions)): the
 //! sessions garble with half-gates unless the user chose three-halves (Rosulek and Roy,
@@ -708,8 +708,8 @@ impl Gc2pc {
         }
         let mut bulk = 0.0;
         // The configurations' sessions in turn, one of each after the other, so that a
-        // change in the machine's speed (this VM's move by 20-30% within minutes) falls on
-        // every configuration the `hashes` and `schemes` tables compare, not on one.
+        // change in the machine's speed (a shared VM's can move by 20-30% within seconds)
+        // falls on every configuration the `hashes` and `schemes` tables compare, not on one.
         let mut runs: Vec<BulkSessions> = bulk_runs.iter().map(|_| Default::default()).collect();
         for round in 0..plan.bulk_sessions {
             for (&(h, sc), run) in bulk_runs.iter().zip(&mut runs) {
