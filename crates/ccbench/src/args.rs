@@ -455,8 +455,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "HEX", requires = "circuit")]
     pub evaluator_input: Option<String>,
     /// gc-2pc and ed25519-2pc: the garbling hash of the sessions, mitccrh or fixed-key
-    /// [default: mitccrh, and gc-2pc then also runs its bulk sessions under fixed-key to show
-    /// the difference]. gc-2pc's per-gate and no-network figures always cover both.
+    /// [default: mitccrh, and gc-2pc then also runs its bulk sessions under fixed-key, and
+    /// ed25519-2pc signs under both in alternated pairs, to show the difference]. gc-2pc's
+    /// per-gate and no-network figures always cover both.
     #[arg(long, value_name = "mitccrh|fixed-key", value_parser = parse_hash)]
     pub hash: Option<GcHash>,
     /// gc-2pc, ed25519-2pc: the garbling scheme of the sessions, half-gates (32 bytes per
