@@ -87,8 +87,8 @@ fn hash_ratios(pairs: &[HashPair]) -> Option<(f64, f64, f64)> {
 
 /// The signature under both garbling hashes, pair by pair: what the multi-instance bound
 /// costs a whole signature. The two signatures of a pair run back to back and the order
-/// alternates from pair to pair, so that a change in the machine's speed (this VM's
-/// phases move a signature by 20-30% within minutes) falls on both hashes alike.
+/// alternates from pair to pair, so that a change in the machine's speed (a shared VM's
+/// can move a signature by 20-30% within seconds) falls on both hashes alike.
 pub fn hash_table(pairs: &[HashPair]) -> Table {
     let rows = pairs
         .iter()

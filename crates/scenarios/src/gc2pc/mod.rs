@@ -711,6 +711,8 @@ impl Gc2pc {
         // change in the machine's speed (a shared VM's can move by 20-30% within seconds)
         // falls on every configuration the `hashes` and `schemes` tables compare, not on one.
         let mut runs: Vec<BulkSessions> = bulk_runs.iter().map(|_| Default::default()).collect();
+        // The configuration whose stages are predicted over a link.
+        let is_predicted = |h: GcHash, sc: Scheme| h == hash && sc == scheme && !net.is_loopback();
         for round in 0..plan.bulk_sessions {
             for (&(h, sc), run) in bulk_runs.iter().zip(&mut runs) {
                 ctx.check_cancel()?;
@@ -718,7 +720,7 @@ impl Gc2pc {
                 let both = two_party_over(name, c, inputs, evals, (h, sc), net)?;
                 // Alternated with the same sessions over loopback, as the single-shot ones
                 // are (for the sessions whose stages are predicted).
-                if h == hash && sc == scheme && !net.is_loopback() {
+                if is_predicted(h, sc) {
                     run.base.push(two_party_over(
                         name,
                         c,
@@ -750,7 +752,7 @@ impl Gc2pc {
                 over,
                 base,
             } = run;
-            let predicted = h == hash && sc == scheme && !net.is_loopback();
+            let predicted = is_predicted(h, sc);
             let s = Samples {
                 iters_per_sample: evals,
                 per_iter_ns: per_eval,
