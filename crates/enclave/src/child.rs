@@ -338,6 +338,7 @@ fn tworker_loop(rt: &Runtime) {
 fn waiter(rt: &Runtime) -> Waiter<'_> {
     Waiter {
         spin: rt.spin,
+        adapt: None,
         lost: None,
         gate: Some(rt.shm.u32(shm::H_SPIN_GATE)),
         deadline: None,

@@ -62,8 +62,8 @@ pub mod wire;
 pub use advisor::{Advice, AdvisorConfig, Recommendation, advise};
 pub use error::Error;
 pub use host::{
-    Backend, DEFAULT_AREA, DEFAULT_SPIN, DEFAULT_TCS, Enclave, EnclaveBuilder, MAX_TCS, POOL_AREA,
-    SeccompMode,
+    Backend, DEFAULT_AREA, DEFAULT_SPIN, DEFAULT_SPIN_MAX, DEFAULT_TCS, Enclave, EnclaveBuilder,
+    MAX_TCS, POOL_AREA, SeccompMode,
 };
 pub use model::TransitionModel;
 pub use ocall::{Level, LogEntry};

@@ -28,7 +28,16 @@
 //! side stores its own flag, then loads the other's, both `SeqCst`), so calls that arrive
 //! while the peer still spins cost no system call at all. This spin is what makes a regular
 //! call take a few microseconds instead of two futex round trips; it is bounded, so an idle
-//! enclave costs no CPU. It only pays while the peer has a core of its own: a TCS channel's
+//! enclave costs no CPU. A caller on a TCS channel may spin longer ([`Adaptive`]): its
+//! channel's bound ([`SpinLimit`]) grows when a wait slept although it ended within
+//! `spin_max` (1 ms by default) and falls back towards `spin` after waits longer than that,
+//! and the spin goes past `spin` only while every runnable thread on the machine has a core
+//! (so it takes no core anyone waits for). Without it, every call longer than the spin paid
+//! the wake-up of a sleeping caller, which SGX's caller (it runs the call on its own core)
+//! never does: 25-35 µs a call on a 2-vCPU KVM guest, which made a 35 µs `add_batch` of the
+//! dp-tree service cost 60-78 µs (`docs/enclave.md`). Past `spin_max`, one wake-up is a few
+//! percent of the wait. The enclave's threads keep the fixed spin: in SGX nothing waits
+//! between calls. The spin only pays while the peer has a core of its own: a TCS channel's
 //! waiters spin only while the spin gate ([`H_SPIN_GATE`]) is open, which the host keeps so
 //! while the regular conversations in flight, two threads each, fit the cores. Beyond that
 //! (many threads calling in at once, as a middlebox's relay threads do) a spinning waiter
@@ -411,11 +420,71 @@ impl Side {
     }
 }
 
+/// One side's adaptive spin bound on one channel, in nanoseconds: what [`wait_while`] spins
+/// before it sleeps, between the waiter's `spin` and `spin_max` (see the module docs).
+#[derive(Debug)]
+pub(crate) struct SpinLimit(AtomicU64);
+
+impl SpinLimit {
+    /// A bound that starts at `spin`.
+    pub fn new(spin: Duration) -> SpinLimit {
+        SpinLimit(AtomicU64::new(nanos(spin)))
+    }
+
+    fn get(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+    }
+
+    fn set(&self, d: Duration) {
+        self.0.store(nanos(d), Ordering::Relaxed);
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The spin bound after a wait that spun to `limit`, then slept, and took `waited` in all,
+/// for a side whose bound lies between `spin` and `spin_max`: a wait that ended within
+/// `spin_max` would have been cheaper spun through, so the bound grows to cover it with a
+/// quarter to spare (at least doubling, so a few waits reach it); a longer one halves the
+/// bound, back towards `spin`. (A wait that ended while spinning leaves the bound alone.)
+pub(crate) fn next_spin_limit(
+    limit: Duration,
+    waited: Duration,
+    spin: Duration,
+    spin_max: Duration,
+) -> Duration {
+    let next = if waited <= spin_max {
+        (2 * limit).max(waited + waited / 4)
+    } else {
+        limit / 2
+    };
+    next.clamp(spin, spin_max.max(spin))
+}
+
+/// A caller's adaptive spin on a TCS channel (see the module docs).
+#[derive(Clone, Copy)]
+pub(crate) struct Adaptive<'a> {
+    /// The channel's bound, between the waiter's `spin` and `max`.
+    pub limit: &'a SpinLimit,
+    /// The most the bound grows to.
+    pub max: Duration,
+    /// Whether the machine has a core for every runnable thread, given its `cores`: the
+    /// spin goes past `spin` only then, since it would otherwise hold a core another thread
+    /// (the caller's own application's, or anyone's) waits for.
+    pub idle: fn(u32) -> bool,
+    /// The cores this process may run on.
+    pub cores: u32,
+}
+
 /// How a side waits.
 #[derive(Clone, Copy)]
 pub(crate) struct Waiter<'a> {
-    /// Bounded spin before sleeping.
+    /// Bounded spin before sleeping (zero: sleep at once, whatever `adapt` says).
     pub spin: Duration,
+    /// Where the spin may go on past `spin` (a caller on a TCS channel); `None`: it never does.
+    pub adapt: Option<Adaptive<'a>>,
     /// Set when the peer is gone (host side only); checked while spinning and on wake-up.
     pub lost: Option<&'a AtomicBool>,
     /// The spin gate ([`H_SPIN_GATE`]): spin only while it is non-zero (`None`: always).
@@ -461,8 +530,13 @@ pub(crate) fn wait_while(
     if v != cur {
         return Ok(v);
     }
-    if !w.spin.is_zero() && w.gate.is_none_or(|g| g.load(Ordering::Relaxed) != 0) {
+    let gate_open = |w: &Waiter<'_>| w.gate.is_none_or(|g| g.load(Ordering::Relaxed) != 0);
+    // When this wait started to spin, if it did: a wait that spun and then slept adapts its
+    // channel's bound to how long it took.
+    let mut spun = None;
+    if !w.spin.is_zero() && gate_open(w) {
         let start = Instant::now();
+        let (mut bound, mut extended) = (w.spin, false);
         let mut i = 0u32;
         loop {
             std::hint::spin_loop();
@@ -478,12 +552,30 @@ pub(crate) fn wait_while(
                 if w.deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(ConvError::Deadline);
                 }
-                if start.elapsed() >= w.spin {
+                if start.elapsed() >= bound {
+                    // Past the fixed spin: on to the channel's bound while a core is idle.
+                    match w.adapt {
+                        Some(a) if !extended && a.limit.get() > bound && (a.idle)(a.cores) => {
+                            bound = a.limit.get();
+                            extended = true;
+                        }
+                        _ => break,
+                    }
+                }
+                if extended && !gate_open(w) {
                     break;
                 }
             }
         }
+        spun = Some(start);
     }
+    let adapted = |v: u32| {
+        if let (Some(a), Some(start)) = (w.adapt, spun) {
+            let limit = next_spin_limit(a.limit.get(), start.elapsed(), w.spin, a.max);
+            a.limit.set(limit);
+        }
+        v
+    };
     loop {
         if lost(w) {
             return Err(ConvError::Lost);
@@ -495,7 +587,7 @@ pub(crate) fn wait_while(
         let v = word.load(Ordering::SeqCst);
         if v != cur {
             sleeping.store(0, Ordering::Relaxed);
-            return Ok(v);
+            return Ok(adapted(v));
         }
         let timeout = w.lost.is_some().then_some(&HOST_WAIT_TIMEOUT);
         // EAGAIN (value changed), EINTR and ETIMEDOUT all just mean "look again".
@@ -503,7 +595,7 @@ pub(crate) fn wait_while(
         sleeping.store(0, Ordering::Relaxed);
         let v = word.load(Ordering::Acquire);
         if v != cur {
-            return Ok(v);
+            return Ok(adapted(v));
         }
     }
 }
@@ -735,7 +827,145 @@ impl<'a> Channel<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::Payload;
+    use super::{Adaptive, Payload, SpinLimit, Waiter, next_spin_limit, wait_while};
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::time::Duration;
+
+    const US: Duration = Duration::from_micros(1);
+
+    #[test]
+    fn the_spin_bound_grows_to_cover_a_short_sleep_and_halves_after_a_long_one() {
+        let (spin, max) = (20 * US, 1000 * US);
+        // Grows to the wait and a quarter, at least doubling, at most `max`.
+        assert_eq!(
+            next_spin_limit(spin, 90 * US, spin, max),
+            112_500 * US / 1000
+        );
+        assert_eq!(next_spin_limit(spin, 25 * US, spin, max), 40 * US);
+        assert_eq!(next_spin_limit(400 * US, 900 * US, spin, max), max);
+        assert_eq!(next_spin_limit(spin, max, spin, max), max);
+        // A wait past `max` halves it, down to `spin`.
+        assert_eq!(next_spin_limit(400 * US, 2 * max, spin, max), 200 * US);
+        assert_eq!(next_spin_limit(30 * US, 2 * max, spin, max), spin);
+        // `max` at or below `spin`: the bound stays `spin`.
+        for waited in [US, spin, 50 * US, max] {
+            assert_eq!(next_spin_limit(spin, waited, spin, 10 * US), spin);
+            assert_eq!(next_spin_limit(spin, waited, spin, spin), spin);
+        }
+    }
+
+    /// A waiter's shared words: the turn word, its sleeping flag, the spin gate.
+    struct Words {
+        word: AtomicU32,
+        sleeping: AtomicU32,
+        gate: AtomicU32,
+    }
+
+    /// One wait of a caller whose channel's bound is `limit` (`idle`: whether it may spin
+    /// past `spin`), on a word that `waker` changes (then waking the waiter if it sleeps).
+    fn wait_with(
+        limit: &SpinLimit,
+        (spin, max, idle): (Duration, Duration, fn(u32) -> bool),
+        gate: u32,
+        waker: impl FnOnce(&Words) + Send,
+    ) {
+        let words = Words {
+            word: AtomicU32::new(0),
+            sleeping: AtomicU32::new(0),
+            gate: AtomicU32::new(gate),
+        };
+        let adapt = Adaptive {
+            limit,
+            max,
+            idle,
+            cores: 2,
+        };
+        let w = Waiter {
+            spin,
+            adapt: Some(adapt),
+            lost: None,
+            gate: Some(&words.gate),
+            deadline: None,
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                waker(&words);
+                words.word.store(1, Ordering::SeqCst);
+                if words.sleeping.load(Ordering::SeqCst) != 0 {
+                    super::wake_all(&words.word);
+                }
+            });
+            assert_eq!(wait_while(&words.word, 0, &words.sleeping, &w).unwrap(), 1);
+        });
+    }
+
+    /// A waker that changes the word after `d`.
+    fn after(d: Duration) -> impl FnOnce(&Words) + Send {
+        move |_| std::thread::sleep(d)
+    }
+
+    /// Whether the waiter goes to sleep within `within` (then the waker changes the word).
+    fn sleeps_within(within: Duration, slept: &AtomicBool) -> impl FnOnce(&Words) + Send + '_ {
+        move |w| {
+            let t = std::time::Instant::now();
+            while w.sleeping.load(Ordering::SeqCst) == 0 && t.elapsed() < within {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            slept.store(w.sleeping.load(Ordering::SeqCst) != 0, Ordering::SeqCst);
+        }
+    }
+
+    /// The bound's adaptation in `wait_while` (lower bounds only: the waker sleeps at least
+    /// as long as asked, however loaded the machine).
+    #[test]
+    fn a_wait_that_slept_adapts_its_channels_spin_bound() {
+        let ms = Duration::from_millis(1);
+        let idle: fn(u32) -> bool = |_| true;
+        let limit = SpinLimit::new(US);
+        // Slept after a 1 µs spin, woken after 50 ms or more: the bound covers it.
+        wait_with(&limit, (US, 10_000 * ms, idle), 1, after(50 * ms));
+        assert!(limit.get() >= 62 * ms, "{:?}", limit.get());
+        // Woken past the most (20 ms): the bound halves.
+        limit.set(20 * ms);
+        wait_with(&limit, (US, 20 * ms, idle), 1, after(60 * ms));
+        assert_eq!(limit.get(), 10 * ms);
+        // With the spin gate closed the wait sleeps at once, and the bound stays.
+        wait_with(&limit, (US, 10_000 * ms, idle), 0, after(30 * ms));
+        assert_eq!(limit.get(), 10 * ms);
+    }
+
+    /// The spin goes past `spin` only while a core is idle, and stops when the gate closes.
+    #[test]
+    fn a_long_spin_needs_an_idle_core_and_an_open_gate() {
+        let long = Duration::from_secs(60);
+        let (slept, wait) = (AtomicBool::new(false), Duration::from_secs(20));
+        // No idle core: asleep after the 1 µs spin, whatever the bound.
+        let busy: fn(u32) -> bool = |_| false;
+        wait_with(
+            &SpinLimit::new(long),
+            (US, long, busy),
+            1,
+            sleeps_within(wait, &slept),
+        );
+        assert!(slept.load(Ordering::SeqCst));
+        // An idle core: still spinning (towards a minute) 50 ms later.
+        let idle: fn(u32) -> bool = |_| true;
+        let d = Duration::from_millis(50);
+        wait_with(
+            &SpinLimit::new(long),
+            (US, long, idle),
+            1,
+            sleeps_within(d, &slept),
+        );
+        assert!(!slept.load(Ordering::SeqCst));
+        // The gate closes while it spins on: it goes to sleep.
+        wait_with(&SpinLimit::new(long), (US, long, idle), 1, |w| {
+            std::thread::sleep(Duration::from_millis(20));
+            w.gate.store(0, Ordering::SeqCst);
+            sleeps_within(wait, &slept)(w);
+        });
+        assert!(slept.load(Ordering::SeqCst));
+    }
 
     /// Every range of a payload in pieces is visited as exactly the bytes of that range of
     /// the concatenation, at their offsets, and nothing outside it (a byte past the range

@@ -94,6 +94,7 @@ pub struct EnclaveBuilder {
     area: usize,
     pool_area: usize,
     spin: Duration,
+    spin_max: Duration,
     max_payload: u64,
     init: Vec<u8>,
     switchless: Option<SwitchlessConfig>,
@@ -115,6 +116,8 @@ pub const DEFAULT_AREA: usize = 1 << 20;
 pub const POOL_AREA: usize = 64 << 10;
 /// Default bounded spin before a futex sleep.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(20);
+/// Default most a TCS channel's adaptive spin grows to ([`EnclaveBuilder::spin_max`]).
+pub const DEFAULT_SPIN_MAX: Duration = Duration::from_millis(1);
 /// Most TCS slots.
 pub const MAX_TCS: usize = 32;
 
@@ -127,6 +130,7 @@ impl EnclaveBuilder {
             area: DEFAULT_AREA,
             pool_area: POOL_AREA,
             spin: DEFAULT_SPIN,
+            spin_max: DEFAULT_SPIN_MAX,
             max_payload: 1 << 30,
             init: Vec::new(),
             switchless: None,
@@ -168,6 +172,16 @@ impl EnclaveBuilder {
     /// every wait sleeps at once).
     pub fn spin(mut self, d: Duration) -> Self {
         self.spin = d;
+        self
+    }
+    /// The most a TCS channel's spin grows to (default 1 ms; at or below [`Self::spin`],
+    /// the spin stays fixed). A side whose wait slept, though it ended within this, spins
+    /// that long the next time, so that calls (and gaps between calls) up to this long do
+    /// not pay a sleeping thread's wake-up, which SGX's synchronous ecalls never pay; waits
+    /// longer than this bring the spin back down. Only while the spin gate lets a waiter
+    /// spin at all: while every conversation in flight has two cores.
+    pub fn spin_max(mut self, d: Duration) -> Self {
+        self.spin_max = d;
         self
     }
     /// Largest payload accepted in either direction (default 1 GiB).

@@ -16,7 +16,7 @@ use rustix::thread::futex;
 use super::{Enclave, EnclaveBuilder, SeccompMode};
 use crate::ocall::OcallTable;
 use crate::seal::signer_hash;
-use crate::shm::{self, ConvError, Layout, Payload, Shm, Side, Waiter};
+use crate::shm::{self, Adaptive, ConvError, Layout, Payload, Shm, Side, SpinLimit, Waiter};
 use crate::switchless::{IdSet, Pool, SwitchlessConfig};
 use crate::trace::{EnclaveOcallCounters, Trace};
 use crate::wire::{Header, Kind, Status};
@@ -31,6 +31,10 @@ pub(super) struct SandboxImp {
     free_tcs: Arc<AtomicU32>,
     tcs_waiters: AtomicU32,
     spin: Duration,
+    /// The most the callers' spin grows to ([`super::EnclaveBuilder::spin_max`]).
+    spin_max: Duration,
+    /// Each TCS channel's caller-side spin bound ([`SpinLimit`]).
+    tcs_spin: Box<[SpinLimit]>,
     /// The limit of one ecall ([`super::EnclaveBuilder::call_timeout`]).
     call_timeout: Option<Duration>,
     /// Cores this process may run on: the spin gate's measure.
@@ -50,6 +54,29 @@ const TCS_WAIT_TIMEOUT: rustix::time::Timespec = rustix::time::Timespec {
 
 fn all_bits(n: usize) -> u32 {
     if n >= 32 { u32::MAX } else { (1u32 << n) - 1 }
+}
+
+/// Whether every runnable thread on the machine has one of the `cores` (the runnable
+/// count of `/proc/loadavg`, the caller included, at most `cores`): then a caller that
+/// spins on through a long call holds a core nobody waits for. `false` where the count
+/// cannot be read.
+fn every_runnable_thread_has_a_core(cores: u32) -> bool {
+    use std::os::unix::fs::FileExt;
+    static LOADAVG: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    let Some(f) = LOADAVG.get_or_init(|| std::fs::File::open("/proc/loadavg").ok()) else {
+        return false;
+    };
+    let mut buf = [0u8; 128];
+    let Ok(n) = f.read_at(&mut buf, 0) else {
+        return false;
+    };
+    runnable_of_loadavg(&buf[..n]).is_some_and(|r| r <= cores)
+}
+
+/// The runnable tasks of a `/proc/loadavg` line (`0.52 0.58 0.59 3/467 12345`: 3).
+fn runnable_of_loadavg(line: &[u8]) -> Option<u32> {
+    let field = std::str::from_utf8(line).ok()?.split_whitespace().nth(3)?;
+    field.split_once('/')?.0.parse().ok()
 }
 
 /// Whether waiters may spin with `free` the free-TCS mask of `n_tcs` channels on `cores`
@@ -282,6 +309,8 @@ impl SandboxImp {
             free_tcs,
             tcs_waiters: AtomicU32::new(0),
             spin: b.spin,
+            spin_max: b.spin_max,
+            tcs_spin: (0..layout.n_tcs).map(|_| SpinLimit::new(b.spin)).collect(),
             call_timeout: b.call_timeout,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             pid,
@@ -381,9 +410,16 @@ impl SandboxImp {
         }
     }
 
-    fn waiter(&self) -> Waiter<'_> {
+    /// How a caller waits; `adapt`: its channel's spin bound (TCS channels).
+    fn waiter<'s>(&'s self, adapt: Option<&'s SpinLimit>) -> Waiter<'s> {
         Waiter {
             spin: self.spin,
+            adapt: adapt.map(|limit| Adaptive {
+                limit,
+                max: self.spin_max,
+                idle: every_runnable_thread_has_a_core,
+                cores: self.cores,
+            }),
             lost: Some(&self.lost),
             gate: Some(self.shm.u32(shm::H_SPIN_GATE)),
             deadline: self.call_timeout.map(|t| Instant::now() + t),
@@ -472,7 +508,7 @@ impl SandboxImp {
             ) {
                 Some((ch, sent)) => {
                     stats.hit();
-                    let r = self.converse(e, &ch, call_id, input, Some(sent));
+                    let r = self.converse(e, &ch, call_id, input, Some(sent), None);
                     if r.is_ok() {
                         Pool::release(&ch);
                     }
@@ -486,7 +522,7 @@ impl SandboxImp {
             m.charge(1);
         }
         let ch = self.shm.channel(&self.layout, slot);
-        let r = self.converse(e, &ch, call_id, input, None);
+        let r = self.converse(e, &ch, call_id, input, None, Some(&self.tcs_spin[slot]));
         if let Some(m) = &e.model {
             m.charge(1);
         }
@@ -543,7 +579,8 @@ impl SandboxImp {
         }
     }
 
-    /// The caller's side of one ecall conversation, serving the enclave's ocalls.
+    /// The caller's side of one ecall conversation, serving the enclave's ocalls; `adapt`:
+    /// the channel's spin bound (a TCS channel's; none for a switchless slot).
     fn converse(
         &self,
         e: &Enclave,
@@ -551,8 +588,9 @@ impl SandboxImp {
         call_id: u32,
         input: Payload<'_>,
         posted: Option<usize>,
+        adapt: Option<&SpinLimit>,
     ) -> Result<(Header, Vec<u8>), ConvError> {
-        let w = self.waiter();
+        let w = self.waiter(adapt);
         match posted {
             None => ch.send_payload(Side::A, Kind::Ecall, call_id, Status::Ok, 0, input, &w)?,
             Some(sent) => ch.send_rest(Side::A, input, sent, &w)?,
@@ -695,6 +733,7 @@ impl UworkerCtx {
         };
         let w = Waiter {
             spin: self.spin,
+            adapt: None,
             lost: Some(&self.lost),
             gate: None,
             deadline: None,
@@ -731,7 +770,28 @@ impl UworkerCtx {
 
 #[cfg(test)]
 mod tests {
-    use super::{all_bits, spin_gate_open};
+    use super::{all_bits, runnable_of_loadavg, spin_gate_open};
+
+    #[test]
+    fn the_runnable_count_is_read_from_loadavg() {
+        assert_eq!(
+            runnable_of_loadavg(b"0.52 0.58 0.59 3/467 12345\n"),
+            Some(3)
+        );
+        assert_eq!(runnable_of_loadavg(b"1.00 2.00 3.00 12/9 1"), Some(12));
+        for bad in [
+            &b""[..],
+            b"0.5 0.5 0.5",
+            b"0.5 0.5 0.5 x/3 1",
+            b"0.5 0.5 0.5 3 1",
+            b"\xff",
+        ] {
+            assert_eq!(runnable_of_loadavg(bad), None, "{bad:?}");
+        }
+        // This machine's, with this test's thread running: at least one.
+        let line = std::fs::read("/proc/loadavg").unwrap();
+        assert!(runnable_of_loadavg(&line).unwrap() >= 1);
+    }
 
     #[test]
     fn the_spin_gate_closes_when_conversations_outnumber_the_cores() {
