@@ -34,10 +34,11 @@
 //! and the spin goes past `spin` only while every runnable thread on the machine has a core
 //! (so it takes no core anyone waits for). Without it, every call longer than the spin paid
 //! the wake-up of a sleeping caller, which SGX's caller (it runs the call on its own core)
-//! never does: 25-35 µs a call on a 2-vCPU KVM guest, which made a 35 µs `add_batch` of the
-//! dp-tree service cost 60-78 µs (`docs/enclave.md`). Past `spin_max`, one wake-up is a few
-//! percent of the wait. The enclave's threads keep the fixed spin: in SGX nothing waits
-//! between calls. The spin only pays while the peer has a core of its own: a TCS channel's
+//! never does: tens of µs a call on a 2-vCPU KVM guest, which made a 31-40 µs `add_batch`
+//! of the dp-tree service cost 58-78 µs (`docs/enclave.md`). Past `spin_max`, one wake-up
+//! is a few percent of the wait. The enclave's threads keep the fixed spin: in SGX nothing
+//! waits between calls. The spin only pays while the peer has a core of its own: a TCS
+//! channel's
 //! waiters spin only while the spin gate ([`H_SPIN_GATE`]) is open, which the host keeps so
 //! while the regular conversations in flight, two threads each, fit the cores. Beyond that
 //! (many threads calling in at once, as a middlebox's relay threads do) a spinning waiter
@@ -420,6 +421,9 @@ impl Side {
     }
 }
 
+/// How many times a caller past its fixed spin looks for an idle core before it sleeps.
+const IDLE_LOOKS: u32 = 3;
+
 /// One side's adaptive spin bound on one channel, in nanoseconds: what [`wait_while`] spins
 /// before it sleeps, between the waiter's `spin` and `spin_max` (see the module docs).
 #[derive(Debug)]
@@ -536,7 +540,7 @@ pub(crate) fn wait_while(
     let mut spun = None;
     if !w.spin.is_zero() && gate_open(w) {
         let start = Instant::now();
-        let (mut bound, mut extended) = (w.spin, false);
+        let (mut bound, mut extended, mut looks) = (w.spin, false, 0);
         let mut i = 0u32;
         loop {
             std::hint::spin_loop();
@@ -553,11 +557,21 @@ pub(crate) fn wait_while(
                     return Err(ConvError::Deadline);
                 }
                 if start.elapsed() >= bound {
-                    // Past the fixed spin: on to the channel's bound while a core is idle.
+                    // Past the fixed spin: on to the channel's bound if a core is idle. The
+                    // count is of one instant (a timer's thread may be runnable in it), so a
+                    // busy machine is looked at again after another fixed spin, three looks
+                    // in all.
                     match w.adapt {
-                        Some(a) if !extended && a.limit.get() > bound && (a.idle)(a.cores) => {
-                            bound = a.limit.get();
-                            extended = true;
+                        Some(a) if !extended && a.limit.get() > bound => {
+                            looks += 1;
+                            if (a.idle)(a.cores) {
+                                bound = a.limit.get();
+                                extended = true;
+                            } else if looks < IDLE_LOOKS {
+                                bound += w.spin;
+                            } else {
+                                break;
+                            }
                         }
                         _ => break,
                     }

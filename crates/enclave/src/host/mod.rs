@@ -178,8 +178,9 @@ impl EnclaveBuilder {
     /// the spin stays fixed). A side whose wait slept, though it ended within this, spins
     /// that long the next time, so that calls (and gaps between calls) up to this long do
     /// not pay a sleeping thread's wake-up, which SGX's synchronous ecalls never pay; waits
-    /// longer than this bring the spin back down. Only while the spin gate lets a waiter
-    /// spin at all: while every conversation in flight has two cores.
+    /// longer than this bring the spin back down. The caller's side only, and only while
+    /// the spin gate lets a waiter spin at all (every conversation in flight has two cores)
+    /// and every runnable thread on the machine has a core.
     pub fn spin_max(mut self, d: Duration) -> Self {
         self.spin_max = d;
         self
