@@ -38,9 +38,9 @@
 //! of the dp-tree service cost 58-78 µs (`docs/enclave.md`). Past `spin_max`, one wake-up
 //! is a few percent of the wait. The enclave's threads keep the fixed spin: in SGX nothing
 //! waits between calls. The spin only pays while the peer has a core of its own: a TCS
-//! channel's
-//! waiters spin only while the spin gate ([`H_SPIN_GATE`]) is open, which the host keeps so
-//! while the regular conversations in flight, two threads each, fit the cores. Beyond that
+//! channel's waiters spin only while the spin gate ([`H_SPIN_GATE`]) is open, which the
+//! host keeps so while the regular conversations in flight, two threads each, fit the
+//! cores. Beyond that
 //! (many threads calling in at once, as a middlebox's relay threads do) a spinning waiter
 //! takes the core the thread it waits for needs, and measured 2-4x fewer calls per second
 //! than sleeping at once. Switchless calls differ in *who* serves them (a worker pool polled
@@ -424,8 +424,9 @@ impl Side {
 /// How many times a caller past its fixed spin looks for an idle core before it sleeps.
 const IDLE_LOOKS: u32 = 3;
 
-/// One side's adaptive spin bound on one channel, in nanoseconds: what [`wait_while`] spins
-/// before it sleeps, between the waiter's `spin` and `spin_max` (see the module docs).
+/// A caller's adaptive spin bound on one TCS channel, in nanoseconds: how long
+/// [`wait_while`] may spin before it sleeps, between the waiter's `spin` and its
+/// [`Adaptive::max`] (see the module docs).
 #[derive(Debug)]
 pub(crate) struct SpinLimit(AtomicU64);
 

@@ -175,12 +175,12 @@ impl EnclaveBuilder {
         self
     }
     /// The most a TCS channel's spin grows to (default 1 ms; at or below [`Self::spin`],
-    /// the spin stays fixed). A side whose wait slept, though it ended within this, spins
-    /// that long the next time, so that calls (and gaps between calls) up to this long do
-    /// not pay a sleeping thread's wake-up, which SGX's synchronous ecalls never pay; waits
-    /// longer than this bring the spin back down. The caller's side only, and only while
-    /// the spin gate lets a waiter spin at all (every conversation in flight has two cores)
-    /// and every runnable thread on the machine has a core.
+    /// the spin stays fixed). A caller whose wait for the enclave slept, though it ended
+    /// within this, spins that long the next time, so that calls up to this long do not pay
+    /// a sleeping thread's wake-up, which SGX's synchronous ecalls never pay; waits longer
+    /// than this bring the spin back down. Only while the spin gate lets a waiter spin at
+    /// all (every conversation in flight has two cores) and every runnable thread on the
+    /// machine has a core; the enclave's threads keep the fixed spin.
     pub fn spin_max(mut self, d: Duration) -> Self {
         self.spin_max = d;
         self

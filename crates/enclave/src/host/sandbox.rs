@@ -59,7 +59,8 @@ fn all_bits(n: usize) -> u32 {
 /// Whether every runnable thread on the machine has one of the `cores` (the runnable
 /// count of `/proc/loadavg`, the caller included, at most `cores`): then a caller that
 /// spins on through a long call holds a core nobody waits for. `false` where the count
-/// cannot be read.
+/// cannot be read. The count is the machine's: for a process confined to fewer cores than
+/// the machine has, it errs towards sleeping.
 fn every_runnable_thread_has_a_core(cores: u32) -> bool {
     use std::os::unix::fs::FileExt;
     static LOADAVG: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
