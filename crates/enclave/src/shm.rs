@@ -31,8 +31,8 @@
 //! enclave costs no CPU. A caller on a TCS channel may spin longer ([`Adaptive`]): its
 //! channel's bound ([`SpinLimit`]) grows when a wait slept although it ended within
 //! `spin_max` (1 ms by default) and falls back towards `spin` after waits longer than that,
-//! and the spin goes past `spin` only while every runnable thread on the machine has a core
-//! (so it takes no core anyone waits for). Without it, every call longer than the spin paid
+//! and the spin goes past `spin` only if every runnable thread on the machine has a core
+//! when that spin ends (so it takes no core anyone waits for then). Without it, every call longer than the spin paid
 //! the wake-up of a sleeping caller, which SGX's caller (it runs the call on its own core)
 //! never does: tens of µs a call on a 2-vCPU KVM guest, which made a 31-40 µs `add_batch`
 //! of the dp-tree service cost 58-78 µs (`docs/enclave.md`). Past `spin_max`, one wake-up

@@ -179,8 +179,9 @@ impl EnclaveBuilder {
     /// within this, spins that long the next time, so that calls up to this long do not pay
     /// a sleeping thread's wake-up, which SGX's synchronous ecalls never pay; waits longer
     /// than this bring the spin back down. Only while the spin gate lets a waiter spin at
-    /// all (every conversation in flight has two cores) and every runnable thread on the
-    /// machine has a core; the enclave's threads keep the fixed spin.
+    /// all (every conversation in flight has two cores), and only past [`Self::spin`] if
+    /// every runnable thread on the machine has a core then; the enclave's threads keep the
+    /// fixed spin.
     pub fn spin_max(mut self, d: Duration) -> Self {
         self.spin_max = d;
         self
