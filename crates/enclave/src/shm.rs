@@ -914,9 +914,16 @@ mod tests {
         });
     }
 
-    /// A waker that changes the word after `d`.
+    /// A waker that changes the word `d` after the waiter went to sleep (so that the wait
+    /// lasts at least `d` however late the waiter's thread started).
     fn after(d: Duration) -> impl FnOnce(&Words) + Send {
-        move |_| std::thread::sleep(d)
+        move |w| {
+            let t = std::time::Instant::now();
+            while w.sleeping.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(d)
+        }
     }
 
     /// Whether the waiter goes to sleep within `within` (then the waker changes the word).
@@ -931,18 +938,18 @@ mod tests {
     }
 
     /// The bound's adaptation in `wait_while` (lower bounds only: the waker sleeps at least
-    /// as long as asked, however loaded the machine).
+    /// as long as asked after the waiter fell asleep, however loaded the machine).
     #[test]
     fn a_wait_that_slept_adapts_its_channels_spin_bound() {
         let ms = Duration::from_millis(1);
         let idle: fn(u32) -> bool = |_| true;
         let limit = SpinLimit::new(US);
-        // Slept after a 1 µs spin, woken after 50 ms or more: the bound covers it.
+        // Slept after a 1 µs spin, woken 50 ms or more later: the bound covers it.
         wait_with(&limit, (US, 10_000 * ms, idle), 1, after(50 * ms));
         assert!(limit.get() >= 62 * ms, "{:?}", limit.get());
-        // Woken past the most (20 ms): the bound halves.
+        // Slept after spinning to its 20 ms, woken past the most (20 ms): the bound halves.
         limit.set(20 * ms);
-        wait_with(&limit, (US, 20 * ms, idle), 1, after(60 * ms));
+        wait_with(&limit, (US, 20 * ms, idle), 1, after(10 * ms));
         assert_eq!(limit.get(), 10 * ms);
         // With the spin gate closed the wait sleeps at once, and the bound stays.
         wait_with(&limit, (US, 10_000 * ms, idle), 0, after(30 * ms));
