@@ -918,23 +918,23 @@ mod tests {
     /// lasts at least `d` however late the waiter's thread started).
     fn after(d: Duration) -> impl FnOnce(&Words) + Send {
         move |w| {
-            let t = std::time::Instant::now();
-            while w.sleeping.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_secs(20) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            asleep_within(w, Duration::from_secs(20));
             std::thread::sleep(d)
         }
     }
 
+    /// Whether the waiter of `w` goes to sleep within `within` (looked at every ms).
+    fn asleep_within(w: &Words, within: Duration) -> bool {
+        let t = std::time::Instant::now();
+        while w.sleeping.load(Ordering::SeqCst) == 0 && t.elapsed() < within {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        w.sleeping.load(Ordering::SeqCst) != 0
+    }
+
     /// Whether the waiter goes to sleep within `within` (then the waker changes the word).
     fn sleeps_within(within: Duration, slept: &AtomicBool) -> impl FnOnce(&Words) + Send + '_ {
-        move |w| {
-            let t = std::time::Instant::now();
-            while w.sleeping.load(Ordering::SeqCst) == 0 && t.elapsed() < within {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            slept.store(w.sleeping.load(Ordering::SeqCst) != 0, Ordering::SeqCst);
-        }
+        move |w| slept.store(asleep_within(w, within), Ordering::SeqCst)
     }
 
     /// The bound's adaptation in `wait_while` (lower bounds only: the waker sleeps at least
