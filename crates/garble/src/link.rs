@@ -308,28 +308,40 @@ impl Profile {
 /// [`measure`]): the emulator's accuracy, against the profile.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
-    /// Bytes per second of one long one-way transfer: the bytes over the time from the
-    /// first write to the answer that the last byte arrived, less the round-trip time.
+    /// Bytes per second of the one-way transfers: their bytes over their times, each from
+    /// the first write to the answer that the last byte arrived, less the round-trip time.
     pub rate_bytes_per_s: f64,
-    /// Bytes of that transfer.
+    /// Bytes of each transfer.
     pub bytes: u64,
+    /// How many transfers, each on a connection of its own.
+    pub transfers: usize,
     /// The shortest of the one-byte round trips.
     pub rtt_min: Duration,
     /// The median of the one-byte round trips.
     pub rtt_median: Duration,
-    /// How long the last byte of the transfer arrived after the sender's last write had
-    /// returned: the one-way delay plus the time the bytes queued in the socket buffers
-    /// and the emulator took to drain. A sender that streams faster than the link finishes
-    /// this much before its peer has its bytes.
+    /// The median over the transfers of how long the last byte arrived after the sender's
+    /// last write had returned: the one-way delay plus the time the bytes queued in the
+    /// socket buffers and the emulator took to drain. A sender that streams faster than the
+    /// link finishes this much before its peer has its bytes. It is not one number but a
+    /// draw: where TCP's window and buffers stand when the sender stops differs from one
+    /// connection to the next (on the 2-vCPU dev VM's kernel link, `lan`, 35-59 ms in
+    /// sixteen transfers), so one transfer's would be a guess.
     pub lead: Duration,
+    /// The shortest lead of the transfers.
+    pub lead_min: Duration,
+    /// The longest lead of the transfers.
+    pub lead_max: Duration,
 }
 
 /// Measures the link `net` (its emulator, whichever it is): `pings` one-byte round trips,
-/// then a one-way transfer of `bytes` from the listening side to the connecting one,
-/// between two threads of this process through the link. `None` for loopback (no link). Every wait is bounded by `timeout`.
+/// then `transfers` one-way transfers of `bytes` each from the listening side to the
+/// connecting one, each on a new connection (as each session's is), between two threads of
+/// this process through the link. `None` for loopback (no link). Every wait is bounded by
+/// `timeout`.
 pub fn measure(
     net: &Net,
     bytes: usize,
+    transfers: usize,
     pings: usize,
     timeout: Duration,
 ) -> Result<Option<Measured>, LinkError> {
@@ -339,15 +351,66 @@ pub fn measure(
     }
     let profile = net.profile();
     let crossing = net.crossing()?;
-    // The transfer goes the way a session's tables go: from the listening side (the
+    // The transfers go the way a session's tables go: from the listening side (the
     // garbler's) to the connecting one. Over the kernel's link the two directions differ:
     // the delay line sits on the listening side, before the shaper for this direction.
     let (mut c, s) = connect(&crossing, timeout)?;
-    let (mut rtts, mut s) = round_trips(&mut c, s, pings).map_err(io("measuring the link"))?;
+    let (mut rtts, s) = round_trips(&mut c, s, pings).map_err(io("measuring the link"))?;
+    drop((c, s));
+    let (mut took, mut got, mut leads) = (Duration::ZERO, 0u64, Vec::new());
+    for _ in 0..transfers.max(1) {
+        let (c, s) = connect(&crossing, timeout)?;
+        let t = transfer(c, s, bytes, profile.rtt).map_err(io("measuring the link"))?;
+        took += t.took;
+        got += t.got as u64;
+        leads.push(t.lead);
+    }
+    drop(crossing);
+    rtts.sort();
+    leads.sort();
+    Ok(Some(Measured {
+        rate_bytes_per_s: got as f64 / took.as_secs_f64().max(1e-9),
+        bytes: got / leads.len() as u64,
+        transfers: leads.len(),
+        rtt_min: rtts.first().copied().unwrap_or_default(),
+        rtt_median: rtts.get(rtts.len() / 2).copied().unwrap_or_default(),
+        lead: median(&leads),
+        lead_min: leads[0],
+        lead_max: leads[leads.len() - 1],
+    }))
+}
+
+/// The middle of `sorted` (the mean of the two middle ones of an even count); zero if empty.
+fn median(sorted: &[Duration]) -> Duration {
+    match sorted.len() {
+        0 => Duration::ZERO,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
+    }
+}
+
+/// One one-way transfer's measurements.
+struct Transfer {
+    /// From the first write to the last byte's arrival, less the profile's one-way delay.
+    took: Duration,
+    /// From the last write's return to the last byte's arrival.
+    lead: Duration,
+    /// The bytes that arrived.
+    got: usize,
+}
+
+/// Writes `bytes` from `c` to `s` (read on a thread of its own, which answers one byte
+/// when all of them arrived) and times it: the last byte arrived one delay (`rtt / 2`)
+/// before the answer did.
+fn transfer(
+    mut c: TcpStream,
+    mut s: TcpStream,
+    bytes: usize,
+    rtt: Duration,
+) -> std::io::Result<Transfer> {
     let echo = std::thread::Builder::new()
         .name("link-measure".into())
         .spawn(move || -> std::io::Result<usize> {
-            // The transfer, and one byte back when all of it arrived.
             let mut buf = vec![0u8; CHUNK];
             let mut got = 0;
             while got < bytes {
@@ -359,8 +422,7 @@ pub fn measure(
             }
             s.write_all(&[1])?;
             Ok(got)
-        })
-        .map_err(io("starting the echo thread"))?;
+        })?;
     let mut b = [0u8; 1];
     let run = (|| -> std::io::Result<(Duration, Duration)> {
         let data = vec![0x5au8; CHUNK];
@@ -372,33 +434,27 @@ pub fn measure(
             left -= n;
         }
         let written = t.elapsed();
-        // The last byte arrives one delay after it left the bucket, and the answer takes
-        // another: the bucket's time is the rest.
         c.read_exact(&mut b)?;
         let answered = t.elapsed();
-        let arrived = answered.saturating_sub(profile.rtt / 2);
+        let arrived = answered.saturating_sub(rtt / 2);
         Ok((
-            answered.saturating_sub(profile.rtt),
+            answered.saturating_sub(rtt),
             arrived.saturating_sub(written),
         ))
     })();
-    let (took, lead) = run.map_err(io("measuring the link"))?;
+    if run.is_err() {
+        // Unblock the echo thread (its reads time out too, but need not wait for it).
+        let _ = c.shutdown(Shutdown::Both);
+    }
     let got = echo
         .join()
-        .map_err(|_| LinkError::Io {
-            what: "the echo thread",
-            source: std::io::Error::other("panicked"),
-        })?
-        .map_err(io("the echo thread"))?;
-    drop(crossing);
-    rtts.sort();
-    Ok(Some(Measured {
-        rate_bytes_per_s: got as f64 / took.as_secs_f64().max(1e-9),
-        bytes: got as u64,
-        rtt_min: rtts.first().copied().unwrap_or_default(),
-        rtt_median: rtts.get(rtts.len() / 2).copied().unwrap_or_default(),
+        .map_err(|_| std::io::Error::other("the echo thread panicked"))?;
+    let (took, lead) = run?;
+    Ok(Transfer {
+        took,
         lead,
-    }))
+        got: got?,
+    })
 }
 
 /// One connection across `crossing`, both ends in this process: the listening side's end
@@ -1428,6 +1484,15 @@ mod tests {
         drop(c);
     }
 
+    #[test]
+    fn the_median_of_the_leads() {
+        let ms = Duration::from_millis;
+        assert_eq!(median(&[]), Duration::ZERO);
+        assert_eq!(median(&[ms(7)]), ms(7));
+        assert_eq!(median(&[ms(1), ms(5), ms(100)]), ms(5));
+        assert_eq!(median(&[ms(1), ms(4), ms(6), ms(100)]), ms(5));
+    }
+
     /// The link measured on its own: round trips of at least the RTT, and a rate that the
     /// bucket holds down (loopback alone would be a hundred times faster).
     #[test]
@@ -1435,18 +1500,19 @@ mod tests {
         let p = shaped(80_000_000, 20);
         let net = Net::open(p.clone(), Choice::User).unwrap();
         assert_eq!(net.emulator(), "userspace");
-        let m = measure(&net, 1_000_000, 3, Duration::from_secs(10))
+        let m = measure(&net, 500_000, 3, 3, Duration::from_secs(10))
             .unwrap()
             .unwrap();
-        assert_eq!(m.bytes, 1_000_000);
+        assert_eq!((m.bytes, m.transfers), (500_000, 3));
         assert!(m.rtt_min >= p.rtt - net.own_rtt(), "{m:?}");
         // 10 MB/s, less what the bucket's depth lets through at once.
         let ceiling = 10e6 * 1e6 / (1e6 - Shape::burst_bytes_of(10e6) as f64);
         assert!(m.rate_bytes_per_s <= 1.1 * ceiling, "{m:?}");
         // The last byte arrives at least one delay after the last write returned.
-        assert!(m.lead >= p.rtt / 2, "{m:?}");
+        assert!(m.lead_min >= p.rtt / 2, "{m:?}");
+        assert!(m.lead_min <= m.lead && m.lead <= m.lead_max, "{m:?}");
         assert!(
-            measure(&Net::loopback(), 10, 1, Duration::from_secs(1))
+            measure(&Net::loopback(), 10, 1, 1, Duration::from_secs(1))
                 .unwrap()
                 .is_none()
         );
@@ -1462,7 +1528,7 @@ mod tests {
         assert!(net.own_rtt() < p.rtt, "{:?}", net.own_rtt());
         assert_eq!(Net::loopback().own_rtt(), Duration::ZERO);
         // A round trip takes at least what the line delays it by.
-        let m = measure(&net, 10_000, 20, Duration::from_secs(10))
+        let m = measure(&net, 10_000, 1, 20, Duration::from_secs(10))
             .unwrap()
             .unwrap();
         assert!(m.rtt_min >= p.rtt - net.own_rtt(), "{m:?}");

@@ -111,15 +111,18 @@ fn the_kernel_link_paces_at_its_rate() {
         net.emulator()
     );
     assert_eq!(net.notice(), None);
-    let bytes = 4_000_000;
-    let m = measure(&net, bytes, 3, Duration::from_secs(20))
+    // Two transfers of 2 MB, each on its own connection.
+    let bytes = 2_000_000;
+    let m = measure(&net, bytes, 2, 3, Duration::from_secs(20))
         .unwrap()
         .unwrap();
+    assert_eq!((m.bytes, m.transfers), (bytes as u64, 2));
+    assert!(m.lead_min <= m.lead && m.lead <= m.lead_max, "{m:?}");
     let rate = p.rate_bytes_per_s().unwrap();
-    // No faster than the rate allows, less a bucket's depth at each end; and shaped, not
-    // stalled: at least half the rate.
-    let floor = (bytes as f64 - 2.0 * 65536.0) / rate;
-    let took = bytes as f64 / m.rate_bytes_per_s;
+    // No faster than the rate allows, less a bucket's depth at each end of each transfer;
+    // and shaped, not stalled: at least half the rate.
+    let floor = 2.0 * (bytes as f64 - 2.0 * 65536.0) / rate;
+    let took = 2.0 * bytes as f64 / m.rate_bytes_per_s;
     assert!(took >= floor, "{m:?}: {took} s, at least {floor} s");
     assert!(m.rate_bytes_per_s >= 0.5 * rate, "{m:?}");
 }
@@ -131,7 +134,7 @@ fn a_round_trip_over_the_kernel_link_takes_the_rtt() {
     }
     let p = profile("rate=200mbit,rtt=20ms");
     let net = Net::open(p.clone(), Choice::Kernel).unwrap();
-    let m = measure(&net, 1 << 20, 5, Duration::from_secs(20))
+    let m = measure(&net, 1 << 20, 1, 5, Duration::from_secs(20))
         .unwrap()
         .unwrap();
     // The delay line takes off what it adds of its own (`Net::own_rtt`), no more.
@@ -210,7 +213,7 @@ fn nothing_outlives_a_dropped_kernel_link() {
             "namespace {i} is held while the link runs"
         );
     }
-    let m = measure(&net, 100_000, 1, Duration::from_secs(10)).unwrap();
+    let m = measure(&net, 100_000, 1, 1, Duration::from_secs(10)).unwrap();
     assert!(m.is_some());
     assert_eq!(host_links(), before);
     drop(net);

@@ -73,7 +73,8 @@ fn to_params(p: Vec<(&'static str, ParamValue)>) -> Params {
 }
 
 /// Measures the run's link on its own ([`garble::link::measure`]: ten one-byte round trips
-/// and two seconds' worth of bytes at the profile's rate, 1 to 64 MiB) and returns the
+/// and two seconds' worth of bytes at the profile's rate, 1 to 64 MiB, in up to five
+/// transfers of at least 8 MiB each ([`calibration_transfers`])) and returns the
 /// `link` table: the profile's rate and RTT beside what the emulator delivered, with the
 /// [`Model`] of the predictions. `None` for loopback.
 pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
@@ -82,8 +83,9 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
         return Ok(None);
     };
     let bytes = ((rate * 2.0) as usize).clamp(1 << 20, 64 << 20);
+    let transfers = calibration_transfers(bytes);
     let timeout = Duration::from_secs(60);
-    let Some(m) = garble::link::measure(link, bytes, 10, timeout)
+    let Some(m) = garble::link::measure(link, bytes / transfers, transfers, 10, timeout)
         .map_err(|e| ScenarioError::step("measuring the link", e.to_string()))?
     else {
         return Ok(None);
@@ -104,8 +106,11 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
             "delay line's own RTT ms (taken off)",
             "measured RTT ms (min)",
             "measured RTT ms (median)",
-            "transfer bytes",
-            "sender lead ms",
+            "transfers",
+            "bytes each",
+            "sender lead ms (median)",
+            "sender lead ms (min)",
+            "sender lead ms (max)",
             "queue ms",
         ]
         .map(String::from)
@@ -120,22 +125,28 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
             Value::from(ms(link.own_rtt())),
             Value::from(ms(m.rtt_min)),
             Value::from(ms(m.rtt_median)),
+            Value::from(m.transfers as u64),
             Value::from(m.bytes),
             Value::from(ms(m.lead)),
+            Value::from(ms(m.lead_min)),
+            Value::from(ms(m.lead_max)),
             Value::from(ms(model.queue)),
         ]],
         source: None,
         notes: [
             Some(
-                "Rate: one one-way transfer between two threads through the link, from the \
-                 first write to the answer that the last byte arrived, less the RTT. RTT: ten \
+                "Rate: one-way transfers between two threads through the link, each on a \
+                 connection of its own, from the first write to the answer that the last byte \
+                 arrived, less the RTT; their bytes over their times. RTT: ten \
                  one-byte round trips. A user-space delay line delays each direction by half \
                  the profile's RTT less its own round trip (its hops and timer wake-ups, \
                  measured when the link was set up), so that a typical round trip takes the \
                  profile's. The token bucket (tbf's, or the user-space link's) lets \
                  its depth (1 ms of bytes, at least 64 KiB) through at once, which puts a short \
                  transfer's rate above the profile's. Sender lead: how long the last byte \
-                 arrived after the sender's last write returned; the queue is the lead less \
+                 arrived after the sender's last write returned, which differs from one \
+                 connection to the next (where TCP's window and buffers stand when the sender \
+                 stops); the queue is the median lead less \
                  the one-way delay, plus the 64 KiB block a session's channel fills before \
                  it writes: the time a streaming sender runs ahead of its bytes, which the stage \
                  predictions carry into the next stage."
@@ -148,6 +159,13 @@ pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
         .collect(),
     };
     Ok(Some((table, model)))
+}
+
+/// How many transfers measure a link with `bytes` in all: one per 8 MiB, one to five.
+/// Each must outlast the queue it measures (the socket buffers fill before a write blocks:
+/// about 6 MB on this machine kind's kernel link), and a median wants several.
+fn calibration_transfers(bytes: usize) -> usize {
+    (bytes / (8 << 20)).clamp(1, 5)
 }
 
 /// The typical time of each stage in sessions over loopback: the compute of the prediction.
@@ -467,6 +485,16 @@ mod tests {
             round_trips: rounds.iter().sum(),
             start: StartTrace::default(),
         }
+    }
+
+    #[test]
+    fn the_calibration_splits_its_bytes_into_transfers_of_at_least_8_mib() {
+        assert_eq!(calibration_transfers(1 << 20), 1);
+        assert_eq!(calibration_transfers((16 << 20) - 1), 1);
+        assert_eq!(calibration_transfers(16 << 20), 2);
+        // `wan`: two seconds of 200 Mbit/s.
+        assert_eq!(calibration_transfers(50_000_000), 5);
+        assert_eq!(calibration_transfers(64 << 20), 5);
     }
 
     #[test]
