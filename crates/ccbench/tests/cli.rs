@@ -1470,6 +1470,80 @@ fn run_gc_2pc_on_a_users_circuit_file() {
     );
 }
 
+/// Over a link, the `stage-predictions` check counts what the stage records say: the
+/// stages with a prediction in the single-shot and bulk tables, and those whose measured time
+/// came within 15% of it, recounted here from the records. Over loopback there is no such
+/// check (nothing is predicted).
+#[test]
+fn run_gc_2pc_over_a_link_checks_its_stage_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mul32.txt");
+    let o = run(&[
+        "gc",
+        "circuit",
+        "build",
+        "mul32",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spec = file.to_str().unwrap();
+    let net = ["--net", "rate=200mbit,rtt=2ms", "--link-emulator", "user"];
+    let (_keep, out, _) = run_quick("gc-2pc", &[&["--circuit", spec][..], &net].concat());
+    validate_file(&out.join("results.jsonl"));
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let recs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (mut n, mut within, mut tables) = (0, 0, 0);
+    for r in recs
+        .iter()
+        .filter(|r| r["kind"] == "stages" && r["params"]["net"] == "custom")
+    {
+        let mut any = false;
+        for s in r["stages"].as_array().unwrap() {
+            let Some(p) = s["predicted_ns"].as_f64() else {
+                continue;
+            };
+            any = true;
+            n += 1;
+            let ratio = s["time_ns"].as_f64().unwrap() / p;
+            if (ratio - 1.0).abs() <= 0.15 + 1e-9 {
+                within += 1;
+            }
+        }
+        tables += usize::from(any);
+    }
+    assert_eq!(
+        tables, 2,
+        "the single-shot and the bulk tables carry predictions"
+    );
+    let checks: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "check" && r["name"] == "stage-predictions")
+        .collect();
+    assert_eq!(checks.len(), 1, "{checks:?}");
+    let msg = checks[0]["message"].as_str().unwrap();
+    if within == n {
+        assert_eq!(checks[0]["verdict"], "pass", "{msg}");
+        assert!(
+            msg.starts_with(&format!("all {n} predicted stages")),
+            "{msg}"
+        );
+    } else {
+        assert_eq!(checks[0]["verdict"], "warn", "{msg}");
+        assert!(
+            msg.starts_with(&format!("{within} of {n} predicted stages")),
+            "{msg}"
+        );
+    }
+    // Over loopback: no prediction, no check.
+    let (_keep, out, _) = run_quick("gc-2pc", &["--circuit", spec]);
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert!(!text.contains("stage-predictions"));
+}
+
 #[test]
 fn run_gc_2pc_refuses_bad_circuits_and_inputs_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();

@@ -870,6 +870,13 @@ impl Scenario for Ed25519Pc {
             Some(Duration::from_nanos(total_ns as u64)),
             Some(Duration::from_nanos(min_ns as u64)),
         );
+        // Over a link, how close each stage came to its prediction (issue 24's 15%).
+        let stage_check = (!predicted.is_empty()).then(|| {
+            crate::gc2pc::analysis::prediction_check(
+                std::slice::from_ref(&breakdown),
+                &net.to_string(),
+            )
+        });
         ctx.emit(NAME, "2pc", mp.clone(), Body::Stages(breakdown))?;
         let evaluator = estages.finish(&format!("2pc {} (evaluator)", c.name()), None, None);
         ctx.emit(NAME, "2pc", mp.clone(), Body::Stages(evaluator))?;
@@ -924,7 +931,10 @@ impl Scenario for Ed25519Pc {
             } else {
                 analysis::link_time_check(ours.total_s, median(&predicted), &net.to_string())
             },
-        ] {
+        ]
+        .into_iter()
+        .chain(stage_check)
+        {
             ctx.emit(NAME, "2pc", p(), Body::Check(check))?;
         }
         Ok(())

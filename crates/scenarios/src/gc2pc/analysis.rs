@@ -8,7 +8,7 @@ use super::{CircuitHashFigures, CircuitSchemeFigures, HashFigures, SchemeFigures
 use garble::link::Profile;
 use garble::scheme::Scheme;
 use garble::session::{SessionReport, Stage};
-use measure::record::{Table, Value};
+use measure::record::{Check, CheckSubject, StageBreakdown, Table, Value, Verdict};
 use measure::stages::Stages;
 
 pub(super) fn gate_name(k: GateKind) -> &'static str {
@@ -401,9 +401,131 @@ pub(super) fn peer_table(figures: &[HashFigures], by_hash: &[CircuitHashFigures]
     }
 }
 
+/// Issue 24's bound on the predictions over a link: each stage's measured time within this
+/// share of its predicted time.
+pub const PREDICTION_TOLERANCE: f64 = 0.15;
+
+/// The `stage-predictions` check of a run over the link `net`: how many of the predicted
+/// stages of `breakdowns` took within [`PREDICTION_TOLERANCE`] of their predicted time
+/// (measured and predicted over the same runs). `pass` when every one did, `warn` otherwise,
+/// naming each stage outside with its measured / predicted; a stage without a prediction is
+/// not counted, and one predicted at zero is outside unless it took no time either.
+pub fn prediction_check(breakdowns: &[StageBreakdown], net: &str) -> Check {
+    let (mut within, mut n, mut outside) = (0usize, 0usize, Vec::new());
+    for b in breakdowns {
+        for s in &b.stages {
+            let Some(p) = s.predicted_ns else { continue };
+            n += 1;
+            let ratio = if p > 0.0 {
+                s.time_ns / p
+            } else if s.time_ns <= 0.0 {
+                1.0
+            } else {
+                f64::INFINITY
+            };
+            // (With room for rounding: 85 ms against 100 is on the line, not past it.)
+            if (ratio - 1.0).abs() <= PREDICTION_TOLERANCE + 1e-9 {
+                within += 1;
+            } else {
+                outside.push(format!("{} {} {ratio:.2}", b.name, s.name));
+            }
+        }
+    }
+    let pct = PREDICTION_TOLERANCE * 100.0;
+    let (verdict, message) = if n == 0 {
+        (
+            Verdict::Warn,
+            format!("no stage over {net} has a prediction: not measured"),
+        )
+    } else if outside.is_empty() {
+        (
+            Verdict::Pass,
+            format!(
+                "all {n} predicted stages over {net} took within {pct:.0}% of their predicted time"
+            ),
+        )
+    } else {
+        (
+            Verdict::Warn,
+            format!(
+                "{within} of {n} predicted stages over {net} took within {pct:.0}% of their \
+                 predicted time (target: all); outside, measured / predicted: {}",
+                outside.join("; ")
+            ),
+        )
+    };
+    Check {
+        subject: CheckSubject::Run,
+        name: "stage-predictions".into(),
+        verdict,
+        message,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A breakdown `name` of stages `(stage, measured ms, predicted ms or none)`.
+    fn predicted(name: &str, stages: &[(&str, u64, Option<u64>)]) -> StageBreakdown {
+        let ms = std::time::Duration::from_millis;
+        let mut st = Stages::new();
+        for &(s, t, p) in stages {
+            st.add(s, ms(t), 0, 0);
+            if let Some(p) = p {
+                st.add_predicted(s, ms(p));
+            }
+        }
+        st.finish(name, None, None)
+    }
+
+    #[test]
+    fn the_prediction_check_counts_the_stages_within_15_percent() {
+        // 115 and 85 are on the line (in); 116 and 84 are not; a stage without a
+        // prediction is not counted; zero predicted and taken is in, zero predicted and
+        // 1 ms taken is out.
+        let all_in = [
+            predicted(
+                "2pc a",
+                &[("Load", 115, Some(100)), ("Init", 85, Some(100))],
+            ),
+            predicted("2pc b", &[("Garble", 3, None), ("Result", 0, Some(0))]),
+        ];
+        let c = prediction_check(&all_in, "lan (1000 Mbit/s, 1 ms RTT)");
+        assert_eq!(
+            (c.name.as_str(), c.verdict),
+            ("stage-predictions", Verdict::Pass)
+        );
+        assert!(
+            c.message.contains("all 3 predicted stages over lan"),
+            "{}",
+            c.message
+        );
+        let some_out = [predicted(
+            "2pc a",
+            &[
+                ("Load", 116, Some(100)),
+                ("Init", 84, Some(100)),
+                ("Garble", 100, Some(100)),
+                ("Result", 1, Some(0)),
+            ],
+        )];
+        let c = prediction_check(&some_out, "wan");
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert!(
+            c.message.starts_with("1 of 4 predicted stages over wan"),
+            "{}",
+            c.message
+        );
+        for miss in ["2pc a Load 1.16", "2pc a Init 0.84", "2pc a Result inf"] {
+            assert!(c.message.contains(miss), "{miss}: {}", c.message);
+        }
+        assert!(!c.message.contains("Garble"), "{}", c.message);
+        // Nothing predicted: a warning that says so, not a pass.
+        let c = prediction_check(&[predicted("2pc a", &[("Load", 1, None)])], "lan");
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert!(c.message.contains("not measured"), "{}", c.message);
+    }
 
     #[test]
     fn the_peer_table_has_emp_as_a_peer_with_its_hash_and_both_of_ours() {

@@ -35,7 +35,7 @@
 //! the two side by side and says which wins where. Every garbled-circuit record says its
 //! scheme in `params.gc_scheme`.
 
-mod analysis;
+pub(crate) mod analysis;
 pub mod net;
 mod peer;
 pub mod replay;
@@ -49,7 +49,7 @@ use garble::program::Program;
 use garble::scheme::Scheme;
 use garble::{Circuit, GateKind, Party};
 use measure::params;
-use measure::record::{Body, Check, Table, Value, Verdict};
+use measure::record::{Body, Check, StageBreakdown, Table, Value, Verdict};
 use measure::sampler::Samples;
 use measure::stages::Stages;
 
@@ -496,7 +496,7 @@ impl Gc2pc {
         (hash, chosen_hash): (GcHash, bool),
         (scheme, chosen_scheme): (Scheme, bool),
         (net, model): (&Net, &Model),
-        rows: &mut Vec<Vec<Value>>,
+        (rows, predicted_stages): (&mut Vec<Vec<Value>>, &mut Vec<StageBreakdown>),
         (by_hash, by_scheme): (&mut Vec<CircuitHashFigures>, &mut Vec<CircuitSchemeFigures>),
     ) -> Result<WireBytes, ScenarioError> {
         let (name, c) = (chosen.spec.as_str(), &chosen.circuit);
@@ -681,6 +681,9 @@ impl Gc2pc {
             Some(Duration::from_nanos(total as u64)),
             Some(Duration::from_nanos(min as u64)),
         );
+        if !net.is_loopback() {
+            predicted_stages.push(breakdown.clone());
+        }
         ctx.emit(NAME, "2pc", p(), Body::Stages(breakdown))?;
         let evaluator = estages.finish(&format!("2pc {name}, evaluator"), None, None);
         ctx.emit(NAME, "2pc", p(), Body::Stages(evaluator))?;
@@ -814,6 +817,9 @@ impl Gc2pc {
                     Some(Duration::from_nanos(total as u64)),
                     Some(Duration::from_nanos(min as u64)),
                 );
+                if predicted {
+                    predicted_stages.push(breakdown.clone());
+                }
                 ctx.emit(NAME, "2pc", bp, Body::Stages(breakdown))?;
             }
         }
@@ -968,6 +974,8 @@ impl Scenario for Gc2pc {
             .begin(NAME, (micro + circuits.len() * per_circuit) as u64);
         let (costs, figures, scheme_figures) = self.gate_costs(ctx, &plan, hash, &schemes)?;
         let mut rows = Vec::new();
+        // Over a link, every stage breakdown with predictions: the `stage-predictions` check.
+        let mut predicted = Vec::new();
         let mut bytes = Vec::new();
         let mut by_hash = Vec::new();
         let mut by_scheme = Vec::new();
@@ -983,7 +991,7 @@ impl Scenario for Gc2pc {
                 (hash, chosen_hash),
                 (scheme, chosen_scheme),
                 (&net, &model),
-                &mut rows,
+                (&mut rows, &mut predicted),
                 (&mut by_hash, &mut by_scheme),
             )?;
             bytes.push((chosen.spec.as_str(), wire));
@@ -1048,6 +1056,10 @@ impl Scenario for Gc2pc {
                     &by_scheme,
                 )),
             )?;
+        }
+        if !net.is_loopback() {
+            let check = analysis::prediction_check(&predicted, &net.profile().to_string());
+            ctx.emit(NAME, "2pc", params! {}, Body::Check(check))?;
         }
         // The garbler's socket counters (bytes the kernel accepted), one single-shot session
         // per circuit, against the protocol's messages: the scheme's table bytes per AND gate
