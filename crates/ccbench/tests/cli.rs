@@ -1354,22 +1354,22 @@ fn run_ed25519_2pc_quick_writes_stages_gates_published_figures_and_checks() {
     assert!(row.contains("Ed25519 signature"), "{row}");
 }
 
+/// The library circuit `name` as a Bristol file in `dir`, written by `ccbench gc circuit
+/// build`.
+fn built_circuit(dir: &Path, name: &str) -> PathBuf {
+    let file = dir.join(format!("{name}.txt"));
+    let o = run(&["gc", "circuit", "build", name, "-o", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    file
+}
+
 /// `ccbench run gc-2pc --circuit FILE`: the whole method on a circuit of the user's, from a
 /// Bristol file written by `gc circuit build`: stages, the per-gate table, throughput and a
 /// cost row for it, its 2PC output checked against evaluation in the clear.
 #[test]
 fn run_gc_2pc_on_a_users_circuit_file() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("mul32.txt");
-    let o = run(&[
-        "gc",
-        "circuit",
-        "build",
-        "mul32",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let file = built_circuit(dir.path(), "mul32");
     let spec = file.to_str().unwrap();
     let (_keep, out, _) = run_quick("gc-2pc", &["--circuit", spec]);
     let kinds = validate_file(&out.join("results.jsonl"));
@@ -1477,16 +1477,7 @@ fn run_gc_2pc_on_a_users_circuit_file() {
 #[test]
 fn run_gc_2pc_over_a_link_checks_its_stage_predictions() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("mul32.txt");
-    let o = run(&[
-        "gc",
-        "circuit",
-        "build",
-        "mul32",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let file = built_circuit(dir.path(), "mul32");
     let spec = file.to_str().unwrap();
     let net = ["--net", "rate=200mbit,rtt=2ms", "--link-emulator", "user"];
     let (_keep, out, _) = run_quick("gc-2pc", &[&["--circuit", spec][..], &net].concat());
