@@ -1058,7 +1058,7 @@ impl Scenario for Gc2pc {
             )?;
         }
         if !net.is_loopback() {
-            let check = analysis::prediction_check(&predicted, &net.profile().to_string());
+            let check = analysis::prediction_check(&predicted, &net.to_string());
             ctx.emit(NAME, "2pc", params! {}, Body::Check(check))?;
         }
         // The garbler's socket counters (bytes the kernel accepted), one single-shot session
