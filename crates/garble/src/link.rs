@@ -584,6 +584,21 @@ const CHUNK: usize = 64 * 1024;
 /// Bytes a direction may hold beyond `rate × delay` and the bucket's depth.
 pub const BUFFER_BYTES: usize = 256 * 1024;
 
+/// The send and receive buffer of each of the link's own sockets (the kernel doubles it for
+/// its bookkeeping), fixed instead of left to the kernel's autotuning. What a streaming
+/// sender fills before its writes block (the queue the stage predictions carry into the
+/// next stage, measured on the link) includes these sockets' buffers; autotuned, they grew
+/// by different amounts in a session than in the link table's transfers (`ss` inside the
+/// namespaces during a quick `lan` run, 2026-11-29: the delay line's receive queue up to 2.2
+/// MB and its send queue up to 3.3 MB in the bulk sessions, against 0.8 and 1.7 MB in the
+/// transfers), so the bulk sessions drained up to a third more than predicted. Fixed,
+/// the transfers' leads at `lan` spread 57-66 ms (one of twenty 110) instead of 38-63, and
+/// the bulk sessions' Result came within 15% of its prediction in all twelve of four quick
+/// runs instead of eight (`docs/gc-2pc.md`). A mebibyte is ten milliseconds of `lan`'s rate
+/// and forty of `wan`'s, far more than the delay line's writer is late here (its own round
+/// trip is about 0.1 ms), so the rate holds.
+const SOCKET_BUFFER_BYTES: usize = 1 << 20;
+
 /// Connections a link forwards in its life (more are refused): a session needs one, and a
 /// local process that connects first must not exhaust the machine's threads.
 const MAX_CONNECTIONS: usize = 16;
@@ -833,6 +848,8 @@ fn forward(
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(POLL))?;
         s.set_write_timeout(Some(POLL))?;
+        rustix::net::sockopt::set_socket_send_buffer_size(s, SOCKET_BUFFER_BYTES)?;
+        rustix::net::sockopt::set_socket_recv_buffer_size(s, SOCKET_BUFFER_BYTES)?;
     }
     {
         let mut socks = lock(&shared.sockets);
@@ -1131,6 +1148,35 @@ mod tests {
         client.read_exact(&mut back).unwrap();
         assert_eq!(&back, b"hello");
         server.join().unwrap();
+    }
+
+    /// The link's own two sockets of a connection keep fixed buffers, not autotuned ones
+    /// (Linux reports twice the size set: its bookkeeping), however much has crossed.
+    #[test]
+    fn the_links_own_sockets_have_fixed_buffers() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let shape = profile("rate=200mbit,rtt=2ms").shape().unwrap();
+        let link = Link::start(shape, listener.local_addr().unwrap()).unwrap();
+        let mut client = TcpStream::connect(link.addr()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let data = vec![7u8; 4 << 20];
+        let reader = std::thread::spawn(move || {
+            let mut got = vec![0u8; 4 << 20];
+            server.read_exact(&mut got).unwrap();
+            got
+        });
+        client.write_all(&data).unwrap();
+        assert!(reader.join().unwrap() == data);
+        let socks = lock(&link.shared.sockets);
+        assert_eq!(socks.len(), 2);
+        for s in socks.iter() {
+            let snd = rustix::net::sockopt::socket_send_buffer_size(s).unwrap();
+            let rcv = rustix::net::sockopt::socket_recv_buffer_size(s).unwrap();
+            assert_eq!(
+                (snd, rcv),
+                (2 * SOCKET_BUFFER_BYTES, 2 * SOCKET_BUFFER_BYTES)
+            );
+        }
     }
 
     #[test]
