@@ -324,8 +324,9 @@ pub struct Measured {
     /// socket buffers and the emulator took to drain. A sender that streams faster than the
     /// link finishes this much before its peer has its bytes. It is not one number but a
     /// draw: where TCP's window and buffers stand when the sender stops differs from one
-    /// connection to the next (on the 2-vCPU dev VM's kernel link, `lan`, 35-59 ms in
-    /// sixteen transfers), so one transfer's would be a guess.
+    /// connection to the next (on the 2-vCPU dev VM's kernel link at `lan`, 54-66 ms in
+    /// thirty transfers and one stall of 110; 35-59 before the link's own sockets had fixed
+    /// buffers), so one transfer's would be a guess.
     pub lead: Duration,
     /// The shortest lead of the transfers.
     pub lead_min: Duration,
