@@ -32,19 +32,19 @@
 //! channel's bound ([`SpinLimit`]) grows when a wait slept although it ended within
 //! `spin_max` (1 ms by default) and falls back towards `spin` after waits longer than that,
 //! and the spin goes past `spin` only if every runnable thread on the machine has a core
-//! when that spin ends (so it takes no core anyone waits for then). Without it, every call longer than the spin paid
-//! the wake-up of a sleeping caller, which SGX's caller (it runs the call on its own core)
-//! never does: tens of µs a call on a 2-vCPU KVM guest, which made a 31-40 µs `add_batch`
-//! of the dp-tree service cost 58-78 µs (`docs/enclave.md`). Past `spin_max`, one wake-up
-//! is a few percent of the wait. The enclave's threads keep the fixed spin: in SGX nothing
-//! waits between calls. The spin only pays while the peer has a core of its own: a TCS
-//! channel's waiters spin only while the spin gate ([`H_SPIN_GATE`]) is open, which the
-//! host keeps so while the regular conversations in flight, two threads each, fit the
-//! cores. Beyond that
-//! (many threads calling in at once, as a middlebox's relay threads do) a spinning waiter
-//! takes the core the thread it waits for needs, and measured 2-4x fewer calls per second
-//! than sleeping at once. Switchless calls differ in *who* serves them (a worker pool polled
-//! without any doorbell per call) and in the fallback rule, not in this spin.
+//! when that spin ends (so it takes no core anyone waits for then). Without it, every call
+//! longer than the spin paid the wake-up of a sleeping caller, which SGX's caller (it runs
+//! the call on its own core) never does: tens of µs a call on a 2-vCPU KVM guest, which
+//! made a 31-40 µs `add_batch` of the dp-tree service cost 58-78 µs (`docs/enclave.md`).
+//! Past `spin_max`, one wake-up is a few percent of the wait. The enclave's threads keep
+//! the fixed spin: in SGX nothing waits between calls. The spin only pays while the peer
+//! has a core of its own: a TCS channel's waiters spin only while the spin gate
+//! ([`H_SPIN_GATE`]) is open, which the host keeps so while the regular conversations in
+//! flight, two threads each, fit the cores. Beyond that (many threads calling in at once,
+//! as a middlebox's relay threads do) a spinning waiter takes the core the thread it waits
+//! for needs, and measured 2-4x fewer calls per second than sleeping at once. Switchless
+//! calls differ in *who* serves them (a worker pool polled without any doorbell per call)
+//! and in the fallback rule, not in this spin.
 //!
 //! # Trust
 //!

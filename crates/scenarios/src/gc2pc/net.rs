@@ -73,11 +73,11 @@ fn to_params(p: Vec<(&'static str, ParamValue)>) -> Params {
 }
 
 /// Measures the run's link on its own ([`garble::link::measure`]: ten one-byte round trips
-/// and two seconds' worth of bytes at the profile's rate, 1 to 64 MiB, split into up to five
-/// transfers of at least 8 MiB, or sent as one when there are fewer than 16
-/// ([`calibration_transfers`])) and returns the
-/// `link` table: the profile's rate and RTT beside what the emulator delivered, with the
-/// [`Model`] of the predictions. `None` for loopback.
+/// and two seconds' worth of bytes at the profile's rate, 1 to 64 MiB, split into up to
+/// five transfers of at least 8 MiB, or sent as one when there are fewer than 16
+/// ([`calibration_transfers`])) and returns the `link` table: the profile's rate and RTT
+/// beside what the emulator delivered, with the [`Model`] of the predictions. `None` for
+/// loopback.
 pub fn link_table(link: &Net) -> Result<Option<(Table, Model)>, ScenarioError> {
     let net = link.profile();
     let Some(rate) = net.rate_bytes_per_s() else {
